@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { Writable } from 'node:stream';
+import rateLimit from '@fastify/rate-limit';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import authPlugin from '../plugins/auth.js';
+import dbPlugin from '../plugins/db.js';
+import envelopePlugin from '../plugins/envelope.js';
+import storagePlugin from '../plugins/storage.js';
+import validationPlugin from '../plugins/validation.js';
+import type { DatabaseHandle } from '../db/connect.js';
+import type { Config } from './config.js';
+import { failure } from './errors.js';
+import { redactUrl } from './log-redaction.js';
+import adminRoutes from './routes/admin.js';
+import serviceRoutes from './routes/service.js';
+import tokenRoutes from './routes/tokens.js';
+import { DiskStore } from './storage/disk-store.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    /** Set when shutdown begins, so /ready can turn away new traffic at once. */
+    lifecycle: { shuttingDown: boolean };
+  }
+}
+
+export interface BuildOptions {
+  config: Config;
+  database: DatabaseHandle;
+  /** Where log lines go (standard output when unset); tests read them to check redaction. */
+  logStream?: Writable;
+}
+
+/** A load balancer's idle timeout is typically 60 s; keep connections open longer than that. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
+const CLIENT_ERROR_BODY = JSON.stringify({
+  Code: -10,
+  Message: 'Your input contains several errors!',
+  Items: ['The HTTP request could not be read.'],
+});
+
+/** Builds the service without listening; the caller owns the database handle. */
+export async function buildApp({ config, database, logStream }: BuildOptions): Promise<FastifyInstance> {
+  const fastify = Fastify({
+    logger: {
+      level: config.logLevel,
+      ...(logStream ? { stream: logStream } : {}),
+      serializers: {
+        // Query strings carry AccessTokens and secrets: they are redacted before any line is written.
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: redactUrl(request.url),
+          remoteAddress: request.ip,
+        }),
+      },
+    },
+    genReqId: () => randomUUID(),
+    trustProxy: config.trustProxy,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    routerOptions: { caseSensitive: false, maxParamLength: 2048, ignoreDuplicateSlashes: false },
+    clientErrorHandler: (error, socket) => {
+      if (socket.writable) {
+        const status = (error as { code?: string }).code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+        socket.end(
+          `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+            `Content-Length: ${Buffer.byteLength(CLIENT_ERROR_BODY)}\r\n\r\n${CLIENT_ERROR_BODY}`,
+        );
+      } else {
+        socket.destroy(error);
+      }
+    },
+  });
+
+  fastify.decorate('config', config);
+  fastify.decorate('lifecycle', { shuttingDown: false });
+
+  await fastify.register(envelopePlugin);
+  await fastify.register(validationPlugin);
+  await fastify.register(dbPlugin, { database });
+  await fastify.register(storagePlugin, { storage: new DiskStore(config.storageDir) });
+  await fastify.register(authPlugin);
+  await fastify.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_request, context) =>
+      failure(`Too many requests; try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} seconds.`, 429),
+  });
+
+  await fastify.register(serviceRoutes);
+  await fastify.register(tokenRoutes);
+  if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
+
+  return fastify;
+}

@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import { APP_ID_PATTERN } from '../config.js';
+import { failure } from '../errors.js';
+import { defineOperation, field } from '../../plugins/validation.js';
+import { verifyAppSecret } from '../services/apps.js';
+import { issueToken } from '../services/tokens.js';
+
+/** GET or POST /API/AccessToken: AppId and AppSecret → a short-lived AccessToken. */
+export default async function tokenRoutes(fastify: FastifyInstance): Promise<void> {
+  defineOperation(fastify, {
+    name: 'AccessToken',
+    method: ['GET', 'POST'],
+    summary: 'Exchange an AppId and AppSecret for an AccessToken.',
+    params: {
+      AppId: field.text({ maxLength: 64, description: 'The app to act as.' }),
+      AppSecret: field.text({ maxLength: 512, description: 'The secret given when the app was created.' }),
+    },
+    config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 } },
+    handler: async ({ AppId, AppSecret }) => {
+      // One answer for an unknown app and a wrong secret: the reply must not reveal which.
+      const valid = APP_ID_PATTERN.test(AppId) && (await verifyAppSecret(fastify.db, AppId, AppSecret));
+      if (!valid) throw failure('The AppId and AppSecret do not match any app.');
+      const token = await issueToken(fastify.db, AppId, fastify.config.tokenLifetimeSeconds);
+      return {
+        AccessToken: token.accessToken,
+        DeadTime: token.deadTime.toISOString(),
+        Message: 'Successfully get access token.',
+      };
+    },
+  });
+}

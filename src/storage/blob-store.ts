@@ -1,0 +1,7 @@
+/** Where file bytes live. The disk implementation is the only one today; object storage may follow. */
+export interface BlobStore {
+  /** Creates what the store needs (folders); safe to call on every start. */
+  prepare(): Promise<void>;
+  /** Whether new bytes can be written right now. */
+  isWritable(): Promise<boolean>;
+}

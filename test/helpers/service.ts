@@ -1,0 +1,97 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import tap, { type Test } from 'tap';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createApp, type AppCredentials } from '../../src/services/apps.js';
+import { prepareDatabase } from '../../src/services/startup.js';
+import type { DatabaseHandle } from '../../db/connect.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+
+export interface TestService {
+  app: FastifyInstance;
+  config: Config;
+  /** Every log line the service wrote, parsed. */
+  logs: string[];
+  /** Creates an app directly and returns its credentials and a fresh AccessToken. */
+  newApp(): Promise<AppCredentials & { token: string }>;
+  token(appId: string, appSecret: string): Promise<string>;
+}
+
+/** A form post, as the original clients send it. */
+export function postForm(app: FastifyInstance, url: string, fields: Record<string, string | number | boolean>) {
+  const payload = new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+  return app.inject({
+    method: 'POST',
+    url,
+    payload,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+}
+
+/** One database per test file (the embedded one takes seconds to start); services are cheap. */
+let shared: Promise<TestDatabase> | undefined;
+
+export function testDatabase(): Promise<TestDatabase> {
+  if (!shared) {
+    shared = createTestDatabase().then(async (database) => {
+      // Dropped when the whole file is done, not when the first test that asked for it ends.
+      tap.teardown(() => database.drop());
+      const { migrateToLatest } = await import('../../db/migrate.js');
+      await migrateToLatest(database.handle.db as never);
+      return database;
+    });
+  }
+  return shared;
+}
+
+class LineCollector extends Writable {
+  constructor(private readonly lines: string[]) {
+    super();
+  }
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void) {
+    this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    done();
+  }
+}
+
+export interface ServiceOptions {
+  env?: Record<string, string>;
+  /** Another connection pool to the same database, as a second instance would have. */
+  database?: DatabaseHandle;
+}
+
+/** Builds the service against the file's database, with its own data folder and captured logs. */
+export async function startService(t: Test, options: ServiceOptions = {}): Promise<TestService> {
+  const database = options.database ?? (await testDatabase()).handle;
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-test-'));
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_KEY: '', ...options.env });
+  await prepareDatabase(database.db, config);
+  const logs: string[] = [];
+  const app = await buildApp({ config, database, logStream: new LineCollector(logs) });
+  t.teardown(async () => {
+    await app.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const token = async (appId: string, appSecret: string) => {
+    const response = await postForm(app, '/API/AccessToken', { AppId: appId, AppSecret: appSecret });
+    const body = response.json();
+    if (body.Code !== 0) throw new Error(`no token: ${response.body}`);
+    return body.AccessToken as string;
+  };
+
+  return {
+    app,
+    config,
+    logs,
+    token,
+    newApp: async () => {
+      const credentials = await createApp(database.db);
+      return { ...credentials, token: await token(credentials.appId, credentials.appSecret) };
+    },
+  };
+}
