@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MAX_ID } from '../plugins/validation.js';
-import { RESERVED_BUCKET_NAMES } from '../src/services/buckets.js';
+import { createBucket, RESERVED_BUCKET_NAMES } from '../src/services/buckets.js';
 import { postForm, startService, testDatabase, type TestService } from './helpers/service.js';
 import { exists, storeFile } from './helpers/stored-files.js';
 
@@ -236,6 +236,14 @@ t.test('operations with a token refuse bad and expired tokens', async (t) => {
 
   t.same(await row(service, id), before, 'the bucket is unchanged');
   t.equal(await countBuckets(service, appId), 1, 'nothing was created');
+});
+
+t.test('an app deleted while its CreateBucket is under way gets the revoked-token refusal', async (t) => {
+  const service = await startService(t);
+  await t.rejects(createBucket(service.app.db, 'deleted-app', { name: uniqueName(), openToRead: true, openToUpload: true }), {
+    code: -1,
+    message: 'Invalid or expired AccessToken.',
+  });
 });
 
 t.test('EditBucket replaces the name and both flags', async (t) => {

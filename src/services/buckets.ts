@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { BucketRow, Database } from '../../db/schema.js';
+import { INVALID_TOKEN_MESSAGE } from '../../plugins/auth.js';
 import { failure } from '../errors.js';
 
 /**
@@ -99,7 +100,11 @@ export async function createBucket(db: Kysely<Database>, appId: string, settings
     .values({ name: settings.name, open_to_read: settings.openToRead, open_to_upload: settings.openToUpload, app_id: appId })
     .returning('bucket_id')
     .executeTakeFirstOrThrow()
-    .catch(refuseNameClash);
+    .catch((error: unknown) => {
+      // The app was deleted after its token was checked: the token is revoked now.
+      if ((error as { code?: unknown }).code === '23503') throw failure(INVALID_TOKEN_MESSAGE);
+      return refuseNameClash(error);
+    });
   return row.bucket_id;
 }
 
