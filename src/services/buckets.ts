@@ -108,7 +108,7 @@ export async function createBucket(db: Kysely<Database>, appId: string, settings
   return row.bucket_id;
 }
 
-/** Refuses with the reason a bucket that `appId` could not touch was out of reach. */
+/** Says why a change scoped to the caller's app matched no bucket: another app's, or none at all. */
 async function refuseBucket(db: Kysely<Database>, bucketId: number): Promise<never> {
   const exists = await db.selectFrom('buckets').select('bucket_id').where('bucket_id', '=', bucketId).executeTakeFirst();
   throw failure(exists ? NOT_YOUR_BUCKET_MESSAGE : UNKNOWN_BUCKET_MESSAGE);
