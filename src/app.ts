@@ -12,6 +12,8 @@ import type { Config } from './config.js';
 import { failure } from './errors.js';
 import { redactUrl } from './log-redaction.js';
 import adminRoutes from './routes/admin.js';
+import appRoutes from './routes/apps.js';
+import bucketRoutes from './routes/buckets.js';
 import serviceRoutes from './routes/service.js';
 import tokenRoutes from './routes/tokens.js';
 import { DiskStore } from './storage/disk-store.js';
@@ -88,6 +90,8 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
 
   await fastify.register(serviceRoutes);
   await fastify.register(tokenRoutes);
+  await fastify.register(appRoutes);
+  await fastify.register(bucketRoutes);
   if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
 
   return fastify;

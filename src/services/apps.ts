@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { BootstrapApp } from '../config.js';
 import type { Database } from '../../db/schema.js';
+import { failure } from '../errors.js';
+import type { RemoveBlobs } from './buckets.js';
 import { hashSecret, randomSecret, sameSecret } from './secrets.js';
 
 export interface AppCredentials {
@@ -55,4 +57,28 @@ export async function verifyAppSecret(db: Kysely<Database>, appId: string, appSe
   const row = await db.selectFrom('apps').select('secret_hash').where('app_id', '=', appId).executeTakeFirst();
   const matches = sameSecret(appSecret, row?.secret_hash ?? UNKNOWN_APP_HASH);
   return row !== undefined && matches;
+}
+
+/**
+ * Removes the app with its buckets, files, tokens and download secrets, then the files' bytes.
+ * `tokenAppId` is the app the caller's token belongs to: an app may delete only itself.
+ */
+export async function deleteApp(db: Kysely<Database>, tokenAppId: string, appId: string, removeBlobs: RemoveBlobs): Promise<void> {
+  if (tokenAppId !== appId) throw failure('You can only delete your own app.');
+  const storageKeys = await db.transaction().execute(async (trx) => {
+    // Locks make concurrent bucket creation, token issue and uploads into its buckets wait and then
+    // fail on their foreign keys, so no file row escapes the key collection below.
+    const app = await trx.selectFrom('apps').select('app_id').where('app_id', '=', appId).forUpdate().executeTakeFirst();
+    if (!app) throw failure('Could not find that app.');
+    await trx.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId).forUpdate().execute();
+    const files = await trx
+      .deleteFrom('files')
+      .where('bucket_id', 'in', (eb) => eb.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId))
+      .returning('storage_key')
+      .execute();
+    // Buckets, tokens and download secrets go with the app through ON DELETE CASCADE.
+    await trx.deleteFrom('apps').where('app_id', '=', appId).execute();
+    return files.map((file) => file.storage_key);
+  });
+  await removeBlobs(storageKeys);
 }

@@ -4,4 +4,6 @@ export interface BlobStore {
   prepare(): Promise<void>;
   /** Whether new bytes can be written right now. */
   isWritable(): Promise<boolean>;
+  /** Removes stored bytes; keys with no bytes are ignored, so a retried removal is harmless. */
+  remove(storageKeys: readonly string[]): Promise<void>;
 }

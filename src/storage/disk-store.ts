@@ -1,4 +1,4 @@
-import { access, constants, mkdir } from 'node:fs/promises';
+import { access, constants, mkdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { BlobStore } from './blob-store.js';
 
@@ -27,6 +27,16 @@ export class DiskStore implements BlobStore {
       return true;
     } catch {
       return false;
+    }
+  }
+
+  async remove(storageKeys: readonly string[]): Promise<void> {
+    for (const key of storageKeys) {
+      try {
+        await unlink(path.join(this.objectsDir, key.slice(0, 2), key));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
     }
   }
 }

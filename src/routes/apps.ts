@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import { defineOperation, field } from '../../plugins/validation.js';
+import { deleteApp } from '../services/apps.js';
+
+/** POST /API/DeleteApp: an app deletes itself with everything it owns. */
+export default async function appRoutes(fastify: FastifyInstance): Promise<void> {
+  defineOperation(fastify, {
+    name: 'DeleteApp',
+    method: 'POST',
+    summary: 'Delete the token’s app with its buckets, files, tokens and download secrets.',
+    params: {
+      AccessToken: field.text({ maxLength: 128, description: 'A token from /API/AccessToken.' }),
+      AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),
+    },
+    handler: async ({ AccessToken, AppId }, request) => {
+      const tokenAppId = await fastify.appForToken(AccessToken);
+      await deleteApp(fastify.db, tokenAppId, AppId, (keys) =>
+        // The rows are already gone, so the app is deleted whatever happens to its bytes here;
+        // leftovers are unreferenced bytes, which the orphan sweep removes.
+        fastify.storage.remove(keys).catch((error) => request.log.error({ err: error }, 'bytes of a deleted app were not removed')),
+      );
+      return { Message: 'Successfully deleted that app and all files.' };
+    },
+  });
+}
