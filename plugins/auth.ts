@@ -1,8 +1,10 @@
 import fp from 'fastify-plugin';
-import { failure } from '../src/errors.js';
+import { failure, INVALID_TOKEN_MESSAGE } from '../src/errors.js';
 import { appIdForToken } from '../src/services/tokens.js';
+import { field } from './validation.js';
 
-export const INVALID_TOKEN_MESSAGE = 'Invalid or expired AccessToken.';
+/** The AccessToken parameter every authenticated operation takes. */
+export const accessTokenParam = () => field.text({ maxLength: 128, description: 'A token from /API/AccessToken.' });
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -14,8 +14,10 @@ import { redactUrl } from './log-redaction.js';
 import adminRoutes from './routes/admin.js';
 import appRoutes from './routes/apps.js';
 import bucketRoutes from './routes/buckets.js';
+import fileRoutes from './routes/files.js';
 import serviceRoutes from './routes/service.js';
 import tokenRoutes from './routes/tokens.js';
+import uploadRoutes from './routes/upload.js';
 import { DiskStore } from './storage/disk-store.js';
 
 declare module 'fastify' {
@@ -92,6 +94,8 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(tokenRoutes);
   await fastify.register(appRoutes);
   await fastify.register(bucketRoutes);
+  await fastify.register(fileRoutes);
+  await fastify.register(uploadRoutes);
   if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
 
   return fastify;

@@ -1,3 +1,5 @@
+export const INVALID_TOKEN_MESSAGE = 'Invalid or expired AccessToken.';
+
 /** The only Message a validation failure carries; the details go in Items. */
 export const VALIDATION_MESSAGE = 'Your input contains several errors!';
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { accessTokenParam } from '../../plugins/auth.js';
 import { defineOperation, field } from '../../plugins/validation.js';
 import { deleteApp } from '../services/apps.js';
 
@@ -9,7 +10,7 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
     method: 'POST',
     summary: 'Delete the token’s app with its buckets, files, tokens and download secrets.',
     params: {
-      AccessToken: field.text({ maxLength: 128, description: 'A token from /API/AccessToken.' }),
+      AccessToken: accessTokenParam(),
       AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),
     },
     handler: async ({ AccessToken, AppId }, request) => {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { accessTokenParam as accessToken } from '../../plugins/auth.js';
 import { defineOperation, field, MAX_ID } from '../../plugins/validation.js';
 import {
   bucketNameProblem,
@@ -9,7 +10,6 @@ import {
   viewBucket,
 } from '../services/buckets.js';
 
-const accessToken = () => field.text({ maxLength: 128, description: 'A token from /API/AccessToken.' });
 const bucketId = () => field.integer({ minimum: 1, maximum: MAX_ID, description: 'The bucket.' });
 const bucketName = (description: string) => field.text({ check: bucketNameProblem, description });
 

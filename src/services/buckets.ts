@@ -1,7 +1,6 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { BucketRow, Database } from '../../db/schema.js';
-import { INVALID_TOKEN_MESSAGE } from '../../plugins/auth.js';
-import { failure } from '../errors.js';
+import { failure, INVALID_TOKEN_MESSAGE } from '../errors.js';
 
 /**
  * Top-level path segments the service itself serves. A bucket name is the first segment of its

@@ -19,6 +19,8 @@ export interface TestService {
   /** Creates an app directly and returns its credentials and a fresh AccessToken. */
   newApp(): Promise<AppCredentials & { token: string }>;
   token(appId: string, appSecret: string): Promise<string>;
+  /** Listens on a free loopback port, for tests that need a real socket; returns the base URL. */
+  listen(): Promise<string>;
 }
 
 /** A form post, as the original clients send it. */
@@ -89,6 +91,7 @@ export async function startService(t: Test, options: ServiceOptions = {}): Promi
     config,
     logs,
     token,
+    listen: () => app.listen({ port: 0, host: '127.0.0.1' }),
     newApp: async () => {
       const credentials = await createApp(database.db);
       return { ...credentials, token: await token(credentials.appId, credentials.appSecret) };

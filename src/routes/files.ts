@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import { accessTokenParam } from '../../plugins/auth.js';
+import { defineOperation, field, MAX_ID } from '../../plugins/validation.js';
+import { invalidInput } from '../errors.js';
+import { deleteFile, fileView, findLiveFile, findLiveFiles, listBucketFiles } from '../services/files.js';
+import { publicBaseUrl } from './public-url.js';
+
+export const MAX_IDS = 1000;
+
+/** `Ids`: comma-separated FileKeys; blanks around and between entries are ignored. */
+export function parseIds(raw: string): number[] {
+  const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  if (entries.length > MAX_IDS) throw invalidInput([`The field Ids may list at most ${MAX_IDS} FileKeys.`]);
+  const bad = entries.filter((entry) => !/^\d{1,16}$/.test(entry) || !Number.isSafeInteger(Number(entry)) || Number(entry) < 1);
+  if (bad.length > 0) {
+    throw invalidInput(bad.slice(0, 10).map((entry) => `The value '${entry.slice(0, 40)}' is not a valid FileKey in Ids.`));
+  }
+  return entries.map(Number);
+}
+
+/** The read and delete operations on files; UploadFile lives in upload.ts. */
+export default async function fileRoutes(fastify: FastifyInstance): Promise<void> {
+  defineOperation(fastify, {
+    name: 'ViewOneFile',
+    method: 'GET',
+    summary: 'One live file by its FileKey; no token needed.',
+    params: { FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
+    handler: async ({ FileKey }, request) => {
+      const row = await findLiveFile(fastify.db, FileKey);
+      return { File: fileView(row, publicBaseUrl(request)), Message: 'Successfully get that file.' };
+    },
+  });
+
+  defineOperation(fastify, {
+    name: 'ViewMultiFiles',
+    method: 'GET',
+    summary: 'Live files by comma-separated FileKeys, in the order asked; unknown ones are left out.',
+    params: { Ids: field.text({ maxLength: 64 * 1024 }) },
+    handler: async ({ Ids }, request) => {
+      const rows = await findLiveFiles(fastify.db, parseIds(Ids));
+      const base = publicBaseUrl(request);
+      return { Items: rows.map((row) => fileView(row, base)), Message: 'Successfully get those files.' };
+    },
+  });
+
+  defineOperation(fastify, {
+    name: 'ViewAllFiles',
+    method: 'GET',
+    summary: "A bucket's live files: the owner's, or any app's when the bucket is OpenToRead.",
+    params: { AccessToken: accessTokenParam(), BucketId: field.integer({ minimum: 1, maximum: MAX_ID }) },
+    handler: async ({ AccessToken, BucketId }, request) => {
+      const appId = await fastify.appForToken(AccessToken);
+      const rows = await listBucketFiles(fastify.db, appId, BucketId);
+      const base = publicBaseUrl(request);
+      return { BucketId, AllFiles: rows.map((row) => fileView(row, base)), Message: 'Successfully get all files.' };
+    },
+  });
+
+  defineOperation(fastify, {
+    name: 'DeleteFile',
+    method: 'POST',
+    summary: "Deletes one of the app's own files; it stops being served at once.",
+    params: { AccessToken: accessTokenParam(), FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
+    handler: async ({ AccessToken, FileKey }) => {
+      const appId = await fastify.appForToken(AccessToken);
+      const storageKey = await deleteFile(fastify.db, appId, FileKey);
+      await fastify.storage.remove([storageKey]);
+      return { Message: 'Successfully deleted your file!' };
+    },
+  });
+}

@@ -1,0 +1,103 @@
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import type { Database, FileRow } from '../../db/schema.js';
+import { failure } from '../errors.js';
+import { NOT_YOUR_BUCKET_MESSAGE, UNKNOWN_BUCKET_MESSAGE } from './buckets.js';
+
+export const FILE_NOT_FOUND = 'Could not find that file.';
+
+/** The File object of the specification: exactly its nine fields. */
+export interface FileView {
+  FileKey: number;
+  RealFileName: string;
+  FileExtension: string;
+  JFileSize: number;
+  DownloadTimes: number;
+  BucketId: number;
+  UploadTime: string;
+  AliveDays: number;
+  InternetPath: string;
+}
+
+export type FileWithBucket = FileRow & { bucket_name: string };
+
+/** `<base>/<BucketName>/<RealFileName>`, each segment percent-encoded; computed when read, so it follows renames. */
+export function internetPath(baseUrl: string, bucketName: string, fileName: string): string {
+  return `${baseUrl}/${encodeURIComponent(bucketName)}/${encodeURIComponent(fileName)}`;
+}
+
+export function fileView(row: FileWithBucket, baseUrl: string, pendingDownloads = 0): FileView {
+  return {
+    FileKey: row.file_key,
+    RealFileName: row.real_file_name,
+    FileExtension: row.file_extension,
+    JFileSize: row.size_bytes,
+    DownloadTimes: row.download_times + pendingDownloads,
+    BucketId: row.bucket_id,
+    UploadTime: row.upload_time.toISOString(),
+    AliveDays: row.alive_days,
+    InternetPath: internetPath(baseUrl, row.bucket_name, row.real_file_name),
+  };
+}
+
+/** A file is gone from the instant it expires, whether or not the sweeper has removed it yet. */
+export const isLive = (eb: ExpressionBuilder<Database, 'files'>) => eb('files.expires_at', '>', sql<Date>`now()`);
+
+function filesWithBucket(db: Kysely<Database>) {
+  return db
+    .selectFrom('files')
+    .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
+    .selectAll('files')
+    .select('buckets.name as bucket_name')
+    .where(isLive);
+}
+
+/** Live files among the keys, each once, in the order asked. */
+export async function findLiveFiles(db: Kysely<Database>, fileKeys: readonly number[]): Promise<FileWithBucket[]> {
+  const unique = [...new Set(fileKeys)];
+  if (unique.length === 0) return [];
+  const rows = await filesWithBucket(db).where('files.file_key', 'in', unique).execute();
+  const byKey = new Map(rows.map((row) => [row.file_key, row]));
+  return unique.flatMap((key) => byKey.get(key) ?? []);
+}
+
+export async function findLiveFile(db: Kysely<Database>, fileKey: number): Promise<FileWithBucket> {
+  const [row] = await findLiveFiles(db, [fileKey]);
+  if (!row) throw failure(FILE_NOT_FOUND);
+  return row;
+}
+
+/** A bucket's live files, ordered by FileKey: its owner may list them, any app when it is OpenToRead. */
+export async function listBucketFiles(db: Kysely<Database>, appId: string, bucketId: number): Promise<FileWithBucket[]> {
+  const bucket = await db
+    .selectFrom('buckets')
+    .select(['app_id', 'open_to_read'])
+    .where('bucket_id', '=', bucketId)
+    .executeTakeFirst();
+  if (!bucket) throw failure(UNKNOWN_BUCKET_MESSAGE);
+  if (bucket.app_id !== appId && !bucket.open_to_read) throw failure(NOT_YOUR_BUCKET_MESSAGE);
+  return filesWithBucket(db).where('files.bucket_id', '=', bucketId).orderBy('files.file_key').execute();
+}
+
+/**
+ * Deletes one live file of the app's own buckets; returns the storage key of its bytes, which the
+ * caller removes after this commit (the row going first means the bytes are never served again).
+ */
+export async function deleteFile(db: Kysely<Database>, appId: string, fileKey: number): Promise<string> {
+  const row = await db
+    .selectFrom('files')
+    .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
+    .select(['buckets.app_id'])
+    .where('files.file_key', '=', fileKey)
+    .where(isLive)
+    .executeTakeFirst();
+  if (!row) throw failure(FILE_NOT_FOUND);
+  if (row.app_id !== appId) throw failure(NOT_YOUR_BUCKET_MESSAGE);
+  const deleted = await db
+    .deleteFrom('files')
+    .where('file_key', '=', fileKey)
+    .returning('storage_key')
+    .executeTakeFirst();
+  // Deleted concurrently by another request: it is gone, which is what was asked.
+  if (!deleted) throw failure(FILE_NOT_FOUND);
+  return deleted.storage_key;
+}

@@ -1,0 +1,302 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, watch } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import t, { type Test } from 'tap';
+import { createBucket, uniqueBucketName } from './helpers/buckets.js';
+import { startService, type TestService } from './helpers/service.js';
+import { upload } from './helpers/upload.js';
+
+const MiB = 1024 * 1024;
+const INVALID = 'Your input contains several errors!';
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+async function fileRow(service: TestService, fileKey: number) {
+  return service.app.db.selectFrom('files').selectAll().where('file_key', '=', fileKey).executeTakeFirst();
+}
+
+async function filesIn(service: TestService, bucketId: number) {
+  return service.app.db.selectFrom('files').selectAll().where('bucket_id', '=', bucketId).execute();
+}
+
+/** Every file under the storage folder: temp files and stored objects. */
+async function storedPaths(service: TestService): Promise<string[]> {
+  const entries = await readdir(service.config.storageDir, { recursive: true, withFileTypes: true });
+  return entries.filter((entry) => entry.isFile()).map((entry) => `${entry.parentPath}/${entry.name}`);
+}
+
+async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (await check()) return;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting until ${what}`);
+}
+
+async function setup(t: Test, env: Record<string, string> = {}, bucket: { openToUpload?: boolean } = {}) {
+  const service = await startService(t, { env });
+  const baseUrl = await service.listen();
+  const owner = await service.newApp();
+  const bucketName = uniqueBucketName('up');
+  const bucketId = await createBucket(service, owner.token, { name: bucketName, ...bucket });
+  return { service, baseUrl, owner, bucketId, bucketName };
+}
+
+t.test('a multi-megabyte upload streams to disk byte for byte', async (t) => {
+  const { service, baseUrl, owner, bucketId, bucketName } = await setup(t);
+  const result = await upload({
+    baseUrl,
+    before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 7 },
+    fileName: 'holiday photo.JPG',
+    size: 24 * MiB + 7,
+  });
+  t.equal(result.status, 200);
+  t.equal(result.body.Code, 0);
+  t.equal(result.body.Message, 'Successfully uploaded your file.');
+  t.type(result.body.FileKey, 'number');
+  t.equal(result.body.Path, `${baseUrl}/${bucketName}/holiday%20photo.JPG`);
+
+  const row = await fileRow(service, result.body.FileKey as number);
+  t.ok(row, 'the row is committed');
+  t.equal(row?.size_bytes, 24 * MiB + 7);
+  t.equal(row?.real_file_name, 'holiday photo.JPG');
+  t.equal(row?.file_extension, '.JPG');
+  t.equal(row?.alive_days, 7);
+  t.equal(row?.sha256, result.sha256);
+  t.equal(await sha256Of(service.app.storage.pathOf(row?.storage_key ?? '')), result.sha256, 'the bytes on disk are the bytes sent');
+  t.same(await readdir(service.app.storage.tmpDir), [], 'no temp file is left');
+});
+
+t.test('fields after a file larger than 1 MiB, and a lower-case file part', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const result = await upload({
+    baseUrl,
+    after: { accesstoken: owner.token, BUCKETID: bucketId, aliveDays: 3 },
+    fieldName: 'file',
+    fileName: 'after.bin',
+    size: 3 * MiB,
+  });
+  t.equal(result.body.Code, 0, JSON.stringify(result.body));
+  const row = await fileRow(service, result.body.FileKey as number);
+  t.equal(row?.size_bytes, 3 * MiB, 'not cut at the 1 MiB default');
+  t.equal(row?.sha256, result.sha256);
+});
+
+t.test('parameters in the query string, as the original clients send them', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const result = await upload({
+    baseUrl,
+    query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 },
+    fileName: 'query.txt',
+    size: 2 * MiB,
+  });
+  t.equal(result.body.Code, 0, JSON.stringify(result.body));
+  t.equal((await fileRow(service, result.body.FileKey as number))?.sha256, result.sha256);
+});
+
+t.test('a file over MAX_UPLOAD_BYTES gets 413 and leaves nothing', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t, { MAX_UPLOAD_BYTES: String(MiB) });
+  for (const where of ['after', 'query'] as const) {
+    const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+    const result = await upload({ baseUrl, [where]: params, fileName: `big-${where}.bin`, size: MiB + 1 });
+    t.equal(result.status, 413, where);
+    t.same(result.body, { Code: -10, Message: INVALID, Items: [`The file is larger than the limit of ${MiB} bytes.`] });
+  }
+  const exact = await upload({ baseUrl, before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, fileName: 'exact.bin', size: MiB });
+  t.equal(exact.body.Code, 0, 'exactly the limit is accepted');
+  t.equal((await filesIn(service, bucketId)).length, 1, 'only the accepted file has a row');
+  t.equal((await storedPaths(service)).length, 1, 'only the accepted file has bytes');
+});
+
+t.test('a client that aborts mid-upload leaves no row and no temp file', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  await t.rejects(
+    upload({
+      baseUrl,
+      before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 },
+      fileName: 'aborted.bin',
+      size: 16 * MiB,
+      abortAfterBytes: 5 * MiB,
+    }),
+  );
+  await eventually(async () => (await storedPaths(service)).length === 0, 'the temp file is removed');
+  t.same(await filesIn(service, bucketId), []);
+  const after = await upload({ baseUrl, before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, fileName: 'aborted.bin', size: 1000 });
+  t.equal(after.body.Code, 0, 'the service keeps working and the name is free');
+});
+
+t.test('a refused upload whose token and bucket come first writes no bytes', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const stranger = await service.newApp();
+  const created: string[] = [];
+  const watcher = watch(service.config.storageDir, { recursive: false }, (_event, name) => created.push(String(name)));
+  const tmpWatcher = watch(service.app.storage.tmpDir, (_event, name) => created.push(String(name)));
+  t.teardown(() => {
+    watcher.close();
+    tmpWatcher.close();
+  });
+
+  const cases = [
+    [{ AccessToken: 'not-a-token', BucketId: bucketId, AliveDays: 1 }, 'Invalid or expired AccessToken.'],
+    [{ AccessToken: stranger.token, BucketId: bucketId, AliveDays: 1 }, 'You may not upload into this bucket.'],
+    [{ AccessToken: owner.token, BucketId: 987654321, AliveDays: 1 }, 'Could not find that bucket.'],
+  ] as const;
+  for (const [params, message] of cases) {
+    const viaQuery = await upload({ baseUrl, query: params, fileName: 'refused.bin', size: 4 * MiB });
+    t.same(viaQuery.body, { Code: -1, Message: message });
+    const viaFields = await upload({ baseUrl, before: params, fileName: 'refused.bin', size: 4 * MiB });
+    t.same(viaFields.body, { Code: -1, Message: message });
+  }
+  await sleep(100);
+  t.same(created, [], 'nothing was created under the storage folder');
+  t.same(await filesIn(service, bucketId), []);
+});
+
+t.test('an upload refused only after the file arrived leaves nothing behind', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const result = await upload({ baseUrl, after: { AccessToken: 'forged', BucketId: bucketId, AliveDays: 1 }, size: 2 * MiB });
+  t.same(result.body, { Code: -1, Message: 'Invalid or expired AccessToken.' });
+  const invalid = await upload({ baseUrl, after: { AccessToken: owner.token, BucketId: 'abc', AliveDays: 0 }, size: 2 * MiB });
+  t.same(invalid.body, {
+    Code: -10,
+    Message: INVALID,
+    Items: ["The value 'abc' is not valid for BucketId.", 'The field AliveDays must be between 1 and 18250.'],
+  });
+  t.same(await storedPaths(service), []);
+  t.same(await filesIn(service, bucketId), []);
+});
+
+t.test('OpenToUpload lets any app upload; otherwise only the owner', async (t) => {
+  const { service, baseUrl, bucketId: closedId } = await setup(t);
+  const owner = await service.newApp();
+  const other = await service.newApp();
+  const openId = await createBucket(service, owner.token, { openToUpload: true });
+  const open = await upload({ baseUrl, before: { AccessToken: other.token, BucketId: openId, AliveDays: 1 }, size: 10 });
+  t.equal(open.body.Code, 0, 'another app uploads into an open bucket');
+  const closed = await upload({ baseUrl, before: { AccessToken: other.token, BucketId: closedId, AliveDays: 1 }, size: 10 });
+  t.same(closed.body, { Code: -1, Message: 'You may not upload into this bucket.' });
+});
+
+t.test('a second file with a live file’s name is refused and nothing is overwritten', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+  const first = await upload({ baseUrl, before: params, fileName: 'report.pdf', size: 5000 });
+  for (const placement of ['before', 'after'] as const) {
+    const again = await upload({ baseUrl, [placement]: params, fileName: 'report.pdf', size: 7000 });
+    t.same(again.body, { Code: -1, Message: 'There already exists a file with that name.' }, placement);
+  }
+  const rows = await filesIn(service, bucketId);
+  t.equal(rows.length, 1);
+  t.equal(await sha256Of(service.app.storage.pathOf(rows[0].storage_key)), first.sha256, 'the first file is intact');
+  t.equal((await storedPaths(service)).length, 1, 'the refused bytes are gone');
+  const otherCase = await upload({ baseUrl, before: params, fileName: 'REPORT.pdf', size: 10 });
+  t.equal(otherCase.body.Code, 0, 'names are compared exactly');
+});
+
+t.test('an expired file gives its name to a new upload', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+  const old = await upload({ baseUrl, before: params, fileName: 'daily.csv', size: 100 });
+  const past = new Date(Date.now() - 2 * 86_400_000);
+  await service.app.db.updateTable('files').set({ upload_time: past, expires_at: new Date(past.getTime() + 86_400_000) }).where('file_key', '=', old.body.FileKey as number).execute();
+  const fresh = await upload({ baseUrl, before: params, fileName: 'daily.csv', size: 200 });
+  t.equal(fresh.body.Code, 0);
+  const rows = await filesIn(service, bucketId);
+  t.same(rows.map((row) => row.file_key), [fresh.body.FileKey]);
+  t.equal((await storedPaths(service)).length, 1, 'the expired file’s bytes went with its row');
+});
+
+t.test('50 concurrent uploads into one bucket', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const results = await Promise.all(
+    Array.from({ length: 50 }, (_, i) =>
+      upload({ baseUrl, query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, fileName: `part-${i}.bin`, size: 64 * 1024 + i }),
+    ),
+  );
+  t.same(results.map((r) => r.body.Code), Array(50).fill(0));
+  t.equal(new Set(results.map((r) => r.body.FileKey)).size, 50, '50 distinct FileKeys');
+  const detail = await service.app.inject({ url: `/API/ViewBucketDetail?BucketId=${bucketId}` });
+  t.equal(detail.json().FileCount, 50);
+  const rows = await filesIn(service, bucketId);
+  for (const result of results) {
+    const row = rows.find((r) => r.file_key === result.body.FileKey);
+    t.equal(row?.sha256, result.sha256);
+  }
+});
+
+t.test('hostile file names are reduced to a safe last segment', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+  const cases: Array<[string, string]> = [
+    ['../../x', 'x'],
+    ['..\\..\\y.txt', 'y.txt'],
+    ['C:\\Users\\me\\z.doc', 'z.doc'],
+    ['nul\u0000byte.txt', 'nulbyte.txt'],
+    ['tab\tand\u0007bell\u001b.txt', 'tabandbell.txt'],
+    ['invoice\u202Efdp.exe', 'invoicefdp.exe'],
+    ['Cafe\u0301.txt', 'Caf\u00e9.txt'],
+    ['  spaced name .txt', '  spaced name .txt'],
+  ];
+  for (const [sent, stored] of cases) {
+    const result = await upload({ baseUrl, before: params, fileName: sent, size: 10 });
+    t.equal(result.body.Code, 0, JSON.stringify(sent));
+    t.equal((await fileRow(service, result.body.FileKey as number))?.real_file_name, stored, JSON.stringify(sent));
+  }
+  const long = await upload({ baseUrl, before: params, fileName: `${'é'.repeat(1000)}.png`, size: 10 });
+  const longName = (await fileRow(service, long.body.FileKey as number))?.real_file_name ?? '';
+  t.ok(Buffer.byteLength(longName) <= 255, 'at most 255 bytes');
+  t.match(longName, /^é+\.png$/, 'cut on a character boundary, extension kept');
+  for (const empty of ['../', '..', '\u202E\u0000', '']) {
+    const result = await upload({ baseUrl, before: params, fileName: empty, size: 10 });
+    t.same(result.body, { Code: -10, Message: INVALID, Items: ['The file name is empty or not valid.'] }, JSON.stringify(empty));
+  }
+  t.same(await readdir(service.app.storage.tmpDir), []);
+  const rows = await filesIn(service, bucketId);
+  t.equal((await storedPaths(service)).length, rows.length, 'one stored object per row');
+});
+
+t.test('exactly one file part', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+  const none = await upload({ baseUrl, before: params, fileParts: 0, size: 0 });
+  t.same(none.body, { Code: -10, Message: INVALID, Items: ['The File field is required: send exactly one file part.'] });
+  const two = await upload({ baseUrl, before: params, fileParts: 2, size: 300 * 1024 });
+  t.same(two.body, { Code: -10, Message: INVALID, Items: ['Exactly one file part is allowed.'] });
+  t.same(await storedPaths(service), []);
+  t.same(await filesIn(service, bucketId), []);
+});
+
+t.test('requests that are not a multipart upload', async (t) => {
+  const { service } = await setup(t);
+  const form = await service.app.inject({
+    method: 'POST',
+    url: '/API/UploadFile',
+    payload: 'AccessToken=x&BucketId=1&AliveDays=1',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  t.same(form.json(), { Code: -10, Message: INVALID, Items: ['The request must be multipart/form-data with one file part.'] });
+  const noBoundary = await service.app.inject({ method: 'POST', url: '/API/UploadFile', payload: 'x', headers: { 'content-type': 'multipart/form-data' } });
+  t.equal(noBoundary.json().Code, -10);
+  t.not(noBoundary.statusCode, 500);
+  const truncated = await service.app.inject({
+    method: 'POST',
+    url: '/API/UploadFile',
+    payload: '--b\r\nContent-Disposition: form-data; name="File"; filename="a.txt"\r\n\r\nabc',
+    headers: { 'content-type': 'multipart/form-data; boundary=b' },
+  });
+  t.same(truncated.json(), { Code: -10, Message: INVALID, Items: ['The multipart body could not be read.'] });
+  t.same(await storedPaths(service), []);
+});
+
+t.test('uploads are refused before the body when free space is below the floor', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t, { MIN_FREE_DISK_BYTES: String(Number.MAX_SAFE_INTEGER) });
+  const result = await upload({ baseUrl, before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, size: MiB });
+  t.equal(result.status, 507);
+  t.same(result.body, { Code: -1, Message: 'The storage is full; the file was not stored.' });
+  t.same(await storedPaths(service), []);
+});
