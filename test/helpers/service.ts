@@ -23,7 +23,7 @@ export interface TestService {
 
 /** A form post, as the original clients send it. */
 export function postForm(app: FastifyInstance, url: string, fields: Record<string, string | number | boolean>) {
-  const payload = new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+  const payload = new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString();
   return app.inject({
     method: 'POST',
     url,
