@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
 import envelopePlugin from '../plugins/envelope.js';
+import jobsPlugin from '../plugins/jobs.js';
 import storagePlugin from '../plugins/storage.js';
 import validationPlugin from '../plugins/validation.js';
 import type { DatabaseHandle } from '../db/connect.js';
@@ -84,6 +85,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(dbPlugin, { database });
   await fastify.register(storagePlugin, { storage: new DiskStore(config.storageDir) });
   await fastify.register(authPlugin);
+  await fastify.register(jobsPlugin);
   await fastify.register(rateLimit, {
     global: false,
     errorResponseBuilder: (_request, context) =>

@@ -1,0 +1,17 @@
+import fp from 'fastify-plugin';
+import { orphanSweepJob } from '../src/jobs/orphan-sweep.js';
+import { startJobs } from '../src/jobs/schedule.js';
+
+/** Background jobs of every instance: they start once the service is ready and stop on close. */
+export default fp(
+  async (fastify) => {
+    let stop: (() => Promise<void>) | undefined;
+    fastify.addHook('onReady', async () => {
+      stop = startJobs([orphanSweepJob(fastify.db, fastify.storage)], fastify.log);
+    });
+    fastify.addHook('onClose', async () => {
+      await stop?.();
+    });
+  },
+  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage'] },
+);
