@@ -133,7 +133,7 @@ t.test('a body over maxBytes is refused and leaves nothing; exactly maxBytes is 
   t.equal(blob.size, 3 * MiB + 5);
 });
 
-t.test('a limit passed within the first chunk writes nothing', async (t) => {
+t.test('a first chunk already over the limit is refused', async (t) => {
   const store = await newStore(t);
   await t.rejects(store.receive(streamOf([Buffer.alloc(10)]), { maxBytes: 9 }), BlobTooLargeError);
   t.same(await filesUnder(store.tmpDir), []);

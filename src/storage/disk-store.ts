@@ -7,8 +7,12 @@ import { pipeline } from 'node:stream/promises';
 import { BlobTooLargeError, type BlobStore, type IncomingBlob } from './blob-store.js';
 
 const KEY = /^[a-z0-9]+$/;
-/** Large writes: with the default 16 KiB the disk side of an upload is several times slower. */
-const WRITE_HIGH_WATER_MARK = 1024 * 1024;
+/**
+ * Buffer between the network, the hash and the disk, per upload. With the default 16 KiB, writes
+ * are small and hashing (on the main thread) and writing (on the thread pool) overlap less:
+ * uploads measured 15 to 25 % slower.
+ */
+const HIGH_WATER_MARK = 1024 * 1024;
 /** How many files remove() unlinks at once. */
 const PARALLEL_UNLINKS = 64;
 
@@ -61,6 +65,7 @@ export class DiskStore implements BlobStore {
     const hash = createHash('sha256');
     let size = 0;
     const meter = new Transform({
+      highWaterMark: HIGH_WATER_MARK,
       transform(chunk: Buffer, _encoding, done) {
         size += chunk.length;
         // Refused before it is passed on, so no byte past the limit reaches the disk.
@@ -69,10 +74,11 @@ export class DiskStore implements BlobStore {
         done(null, chunk);
       },
     });
-    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: WRITE_HIGH_WATER_MARK });
+    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: HIGH_WATER_MARK });
 
-    // pipeline(source, …) would destroy the source on failure, and a destroyed multipart file
-    // stream stalls the parser behind it; so the source is piped by hand and its end watched.
+    // pipeline(source, …) would destroy the source on failure, and a destroyed multipart file stream
+    // stops the parsing of the request the caller still has to answer; so the source is piped by
+    // hand and its end watched.
     const stopWatching = finished(source, { writable: false }, (error) => {
       if (error) meter.destroy(error);
     });
@@ -89,7 +95,8 @@ export class DiskStore implements BlobStore {
       // pipeline() settles on the first error, possibly before the file is even open: removing it
       // earlier could leave a file created after the removal.
       if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
-      await rm(tempPath, { force: true });
+      // The caller needs the original error (its code); a leftover is swept later.
+      await rm(tempPath, { force: true }).catch(ignore);
       throw error;
     } finally {
       stopWatching();
