@@ -152,7 +152,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
       if (items.length > 0 || !bound || !blob || !fileName) throw invalidInput(items);
 
       const { target } = early && early.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound);
-      const stored = await storeUpload(fastify.db, fastify.storage, { target, blob, fileName, aliveDays: bound.AliveDays });
+      const stored = await storeUpload(fastify.db, (keys) => fastify.dropBlobs(keys, request.log), { target, blob, fileName, aliveDays: bound.AliveDays });
       blob = undefined;
       return {
         FileKey: stored.fileKey,
