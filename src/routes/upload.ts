@@ -106,7 +106,8 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
         if (next.done) break;
         const part = next.value;
         if (part.type === 'field') {
-          addField(fields, part.fieldname, part.valueTruncated ? undefined : part.value);
+          // A value cut at the field size limit is still far past any parameter's own limit.
+          addField(fields, part.fieldname, part.value);
           continue;
         }
         fileParts += 1;
