@@ -4,7 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
-import envelopePlugin from '../plugins/envelope.js';
+import envelopePlugin, { routerErrorHandler } from '../plugins/envelope.js';
 import jobsPlugin from '../plugins/jobs.js';
 import storagePlugin from '../plugins/storage.js';
 import validationPlugin from '../plugins/validation.js';
@@ -64,6 +64,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
     trustProxy: config.trustProxy,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     routerOptions: { caseSensitive: false, maxParamLength: 2048, ignoreDuplicateSlashes: false },
+    frameworkErrors: routerErrorHandler,
     clientErrorHandler: (error, socket) => {
       if (socket.writable) {
         const status = (error as { code?: string }).code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
