@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin';
+import { downloadFlushJob } from '../src/jobs/download-flush.js';
 import { orphanSweepJob } from '../src/jobs/orphan-sweep.js';
 import { startJobs } from '../src/jobs/schedule.js';
 
@@ -7,11 +8,11 @@ export default fp(
   async (fastify) => {
     let stop: (() => Promise<void>) | undefined;
     fastify.addHook('onReady', async () => {
-      stop = startJobs([orphanSweepJob(fastify.db, fastify.storage)], fastify.log);
+      stop = startJobs([orphanSweepJob(fastify.db, fastify.storage), downloadFlushJob(fastify.downloadCounter)], fastify.log);
     });
     fastify.addHook('onClose', async () => {
       await stop?.();
     });
   },
-  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage'] },
+  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'downloads'] },
 );

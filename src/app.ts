@@ -4,6 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
+import downloadsPlugin from '../plugins/downloads.js';
 import envelopePlugin, { routerErrorHandler } from '../plugins/envelope.js';
 import jobsPlugin from '../plugins/jobs.js';
 import storagePlugin from '../plugins/storage.js';
@@ -86,6 +87,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(dbPlugin, { database });
   await fastify.register(storagePlugin, { storage: new DiskStore(config.storageDir) });
   await fastify.register(authPlugin);
+  await fastify.register(downloadsPlugin);
   await fastify.register(jobsPlugin);
   await fastify.register(rateLimit, {
     global: false,
