@@ -16,6 +16,7 @@ import { redactUrl } from './log-redaction.js';
 import adminRoutes from './routes/admin.js';
 import appRoutes from './routes/apps.js';
 import bucketRoutes from './routes/buckets.js';
+import downloadRoutes from './routes/downloads.js';
 import fileRoutes from './routes/files.js';
 import serviceRoutes from './routes/service.js';
 import tokenRoutes from './routes/tokens.js';
@@ -101,6 +102,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(bucketRoutes);
   await fastify.register(fileRoutes);
   await fastify.register(uploadRoutes);
+  await fastify.register(downloadRoutes);
   if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
 
   return fastify;
