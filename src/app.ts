@@ -18,6 +18,7 @@ import appRoutes from './routes/apps.js';
 import bucketRoutes from './routes/buckets.js';
 import downloadRoutes from './routes/downloads.js';
 import fileRoutes from './routes/files.js';
+import secretRoutes from './routes/secrets.js';
 import serviceRoutes from './routes/service.js';
 import tokenRoutes from './routes/tokens.js';
 import uploadRoutes from './routes/upload.js';
@@ -103,6 +104,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(fileRoutes);
   await fastify.register(uploadRoutes);
   await fastify.register(downloadRoutes);
+  await fastify.register(secretRoutes);
   if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
 
   return fastify;
