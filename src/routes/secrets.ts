@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { accessTokenParam } from '../../plugins/auth.js';
 import { bindParameters, field, MAX_ID, type Source } from '../../plugins/validation.js';
 import { generateDownloadSecret, peekDownloadSecret, useDownloadSecret } from '../services/download-secrets.js';
-import { docsSchema, downloadRouteOptions, fileNotFound, serveFile, setSafetyHeaders } from './serve-file.js';
+import { docsSchema, downloadRouteOptions, fileNotFound, queryValue, serveFile, setSafetyHeaders } from './serve-file.js';
 
 const generateParams = {
   AccessToken: accessTokenParam(),
@@ -28,13 +28,13 @@ export default async function secretRoutes(fastify: FastifyInstance): Promise<vo
 
   // Every GET that the secret lets through takes one use, whatever range it asks for (else a
   // one-use secret would serve a whole file in many ranges); HEAD only looks.
-  fastify.get<{ Querystring: { sec?: unknown } }>(
+  fastify.get(
     '/Download/FromSecret',
     downloadRouteOptions('Download a file with a download secret while it has uses left.'),
     async (request, reply) => {
       setSafetyHeaders(reply);
-      const secret = request.query.sec;
-      if (typeof secret !== 'string' || secret === '') throw fileNotFound();
+      const secret = queryValue(request.query, 'sec');
+      if (!secret) throw fileNotFound();
       const file = request.method === 'HEAD' ? await peekDownloadSecret(fastify.db, secret) : await useDownloadSecret(fastify.db, secret);
       if (!file) throw fileNotFound();
       return serveFile(request, reply, file, PRIVATE_CACHING);

@@ -33,7 +33,7 @@ export function setSafetyHeaders(reply: FastifyReply): void {
 }
 
 /** A query value by case-insensitive name, the first one if given twice; downloads never refuse a query. */
-function queryValue(query: unknown, name: string): string | undefined {
+export function queryValue(query: unknown, name: string): string | undefined {
   if (!query || typeof query !== 'object') return undefined;
   for (const [key, value] of Object.entries(query)) {
     if (key.toLowerCase() !== name) continue;
