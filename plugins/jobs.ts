@@ -12,7 +12,7 @@ export default fp(
       stop = startJobs(
         [
           orphanSweepJob(fastify.db, fastify.storage),
-          expirySweepJob(fastify.db, fastify.storage, fastify.config.sweepIntervalSeconds, fastify.log),
+          expirySweepJob(fastify.db, (keys) => fastify.dropBlobs(keys, fastify.log), fastify.config.sweepIntervalSeconds),
           downloadFlushJob(fastify.downloadCounter),
         ],
         fastify.log,

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { RemoveBlobs } from './buckets.js';
+import type { RemoveBlobs } from '../storage/blob-store.js';
 import { deleteExpiredTokens } from './tokens.js';
 
 export const SWEEP_BATCH_SIZE = 500;
