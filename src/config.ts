@@ -25,6 +25,10 @@ export interface Config {
   readonly logLevel: string;
   /** Requests per minute and client address on the AccessToken endpoint. */
   readonly tokenRateLimitPerMinute: number;
+  /** A client must have sent its request line and headers within this time. */
+  readonly headersTimeoutSeconds: number;
+  /** A connection on which no byte moves either way for this long is closed (a stalled upload or reader). */
+  readonly idleTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -136,5 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminKey,
     logLevel,
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
+    headersTimeoutSeconds: integer(env, 'HEADERS_TIMEOUT_SECONDS', 30, 1, 3600),
+    idleTimeoutSeconds: integer(env, 'IDLE_TIMEOUT_SECONDS', 120, 1, 24 * 3600),
   });
 }
