@@ -6,6 +6,7 @@ import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
 import envelopePlugin from '../plugins/envelope.js';
 import jobsPlugin from '../plugins/jobs.js';
+import protectionPlugin from '../plugins/protection.js';
 import storagePlugin from '../plugins/storage.js';
 import validationPlugin from '../plugins/validation.js';
 import type { DatabaseHandle } from '../db/connect.js';
@@ -84,6 +85,8 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
       connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
     },
     routerOptions: { caseSensitive: false, maxParamLength: 2048, ignoreDuplicateSlashes: false },
+    // Requests arriving while closing get the envelope from the protection plugin instead.
+    return503OnClosing: false,
     clientErrorHandler: (error, socket) => {
       if (socket.writable) {
         const status = CLIENT_ERROR_STATUS[(error as { code?: string }).code ?? ''] ?? '400 Bad Request';
@@ -111,6 +114,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
     errorResponseBuilder: (_request, context) =>
       failure(`Too many requests; try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} seconds.`, 429),
   });
+  await fastify.register(protectionPlugin);
 
   await fastify.register(serviceRoutes);
   await fastify.register(tokenRoutes);

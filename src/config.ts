@@ -25,6 +25,8 @@ export interface Config {
   readonly logLevel: string;
   /** Requests per minute and client address on the AccessToken endpoint. */
   readonly tokenRateLimitPerMinute: number;
+  /** How long in-flight requests may finish after SIGTERM/SIGINT before their connections are closed. */
+  readonly shutdownGraceSeconds: number;
   /** A client must have sent its request line and headers within this time. */
   readonly headersTimeoutSeconds: number;
   /** A connection on which no byte moves either way for this long is closed (a stalled upload or reader). */
@@ -140,6 +142,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminKey,
     logLevel,
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
+    // Kubernetes sends SIGKILL 30 s after SIGTERM by default; the rest of the shutdown fits in the gap.
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 25, 1, 3600),
     headersTimeoutSeconds: integer(env, 'HEADERS_TIMEOUT_SECONDS', 30, 1, 3600),
     idleTimeoutSeconds: integer(env, 'IDLE_TIMEOUT_SECONDS', 120, 1, 24 * 3600),
   });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { sendEnvelope } from '../../plugins/envelope.js';
+import { SERVICE_ENDPOINT } from '../../plugins/protection.js';
 
 /** The service's own endpoints: welcome, liveness and readiness. */
 export default async function serviceRoutes(fastify: FastifyInstance): Promise<void> {
@@ -10,9 +11,9 @@ export default async function serviceRoutes(fastify: FastifyInstance): Promise<v
   }));
 
   // Liveness only: no database work, so a slow database never gets a healthy process restarted.
-  fastify.get('/health', async () => ({ Code: 0, Message: 'The process is up.' }));
+  fastify.get('/health', { config: SERVICE_ENDPOINT }, async () => ({ Code: 0, Message: 'The process is up.' }));
 
-  fastify.get('/ready', async (_request, reply) => {
+  fastify.get('/ready', { config: SERVICE_ENDPOINT }, async (_request, reply) => {
     const problems: string[] = [];
     if (fastify.lifecycle.shuttingDown) problems.push('the service is shutting down');
     try {

@@ -79,7 +79,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     return { key: `${bound.AccessToken}\n${bound.BucketId}`, target: await authorizeUpload(fastify.db, appId, bound.BucketId) };
   };
 
-  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' } }, async (request: FastifyRequest) => {
+  const receiveUpload = async (request: FastifyRequest) => {
     if (!request.isMultipart()) {
       throw invalidInput(['The request must be multipart/form-data with one file part.']);
     }
@@ -164,6 +164,23 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
       // Anything not handed over to a committed row leaves no bytes behind.
       await blob?.discard();
     }
+  };
+
+  /**
+   * Uploads still running. A shutdown cuts their connections after its grace period, then waits here
+   * before the database closes, so each one either commits its row or removes its bytes.
+   */
+  const running = new Set<Promise<unknown>>();
+  fastify.addHook('onClose', async () => {
+    await Promise.allSettled(running);
+  });
+
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' } }, (request) => {
+    const upload = receiveUpload(request);
+    running.add(upload);
+    const settled = () => running.delete(upload);
+    upload.then(settled, settled);
+    return upload;
   });
 
   function tryBind(query: Source, fields: Source): UploadParams | undefined {
