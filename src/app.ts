@@ -6,6 +6,7 @@ import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
 import envelopePlugin from '../plugins/envelope.js';
 import jobsPlugin from '../plugins/jobs.js';
+import metricsPlugin from '../plugins/metrics.js';
 import protectionPlugin from '../plugins/protection.js';
 import storagePlugin from '../plugins/storage.js';
 import validationPlugin from '../plugins/validation.js';
@@ -114,6 +115,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
     errorResponseBuilder: (_request, context) =>
       failure(`Too many requests; try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} seconds.`, 429),
   });
+  await fastify.register(metricsPlugin);
   await fastify.register(protectionPlugin);
 
   await fastify.register(serviceRoutes);

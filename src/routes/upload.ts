@@ -153,6 +153,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
 
       const { target } = early && early.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound);
       const stored = await storeUpload(fastify.db, fastify.storage, { target, blob, fileName, aliveDays: bound.AliveDays });
+      fastify.metrics.uploadedBytes.inc(blob.size);
       blob = undefined;
       return {
         FileKey: stored.fileKey,
@@ -178,7 +179,11 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
   fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' } }, (request) => {
     const upload = receiveUpload(request);
     running.add(upload);
-    const settled = () => running.delete(upload);
+    fastify.metrics.uploadsInFlight.inc();
+    const settled = () => {
+      running.delete(upload);
+      fastify.metrics.uploadsInFlight.dec();
+    };
     upload.then(settled, settled);
     return upload;
   });
