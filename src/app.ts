@@ -111,7 +111,10 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(authPlugin);
   await fastify.register(jobsPlugin);
   await fastify.register(rateLimit, {
-    global: false,
+    // Per client address on every route but the service endpoints; the token endpoint has its own.
+    global: config.rateLimitPerMinute > 0,
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
     errorResponseBuilder: (_request, context) =>
       failure(`Too many requests; try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} seconds.`, 429),
   });
