@@ -1,6 +1,5 @@
 import fp from 'fastify-plugin';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { SERVICE_ENDPOINT } from './protection.js';
 
 export interface Metrics {
   /** This instance's own registry: several services in one process (tests) never collide. */
@@ -27,10 +26,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     metrics: Metrics;
   }
-  interface FastifyContextConfig {
-    /** Set for every route when it is added, so a request costs one lookup. */
-    metrics?: { route: string; download: boolean };
-  }
 }
 
 /** Routes that serve file bytes: the contract's `/Download/…` and `/<BucketName>/<RealFileName>`. */
@@ -40,7 +35,7 @@ const DOWNLOAD_ROUTE = /^\/(download\/|:)/i;
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
 
 /**
- * GET /metrics in the Prometheus text format. Requests are labelled by operation name or route
+ * The instance's metrics (served by GET /metrics). Requests are labelled by operation name or route
  * pattern, never by URL, so bucket and file names, tokens and secrets never become label values.
  */
 export default fp(
@@ -108,35 +103,27 @@ export default fp(
       }
     }
 
-    fastify.addHook('onRoute', (route) => {
-      route.config = {
-        ...route.config,
-        metrics: { route: route.config?.operation ?? route.url, download: DOWNLOAD_ROUTE.test(route.url) },
-      };
-    });
-
-    // One histogram child per route, method and status, made once: a request costs a map lookup and an observe.
-    const series = new Map<string, ReturnType<typeof duration.labels>>();
+    // What each route, method and status needs, made once: a request costs a map lookup and an observe.
+    const series = new Map<string, { duration: ReturnType<typeof duration.labels>; countsBytes: boolean }>();
     fastify.addHook('onResponse', (request, reply, done) => {
-      const labels = request.routeOptions.config.metrics;
-      const route = labels?.route ?? 'unmatched';
-      const status = reply.statusCode;
-      const key = `${route} ${request.method} ${status}`;
-      let child = series.get(key);
-      if (child === undefined) {
-        child = duration.labels(route, request.method, String(status));
-        series.set(key, child);
+      const { config } = request.routeOptions;
+      const route = config.operation ?? config.url ?? 'unmatched';
+      const key = `${route} ${request.method} ${reply.statusCode}`;
+      let entry = series.get(key);
+      if (entry === undefined) {
+        const status = reply.statusCode;
+        entry = {
+          duration: duration.labels(route, request.method, String(status)),
+          countsBytes: DOWNLOAD_ROUTE.test(route) && request.method === 'GET' && (status === 200 || status === 206),
+        };
+        series.set(key, entry);
       }
-      child.observe(reply.elapsedTime / 1000);
-      if (labels?.download && request.method === 'GET' && (status === 200 || status === 206) && reply.raw.writableFinished) {
+      entry.duration.observe(reply.elapsedTime / 1000);
+      // Only a response sent to its end: an aborted download is not bytes downloaded.
+      if (entry.countsBytes && reply.raw.writableFinished) {
         metrics.downloadedBytes.inc(Number(reply.getHeader('content-length')) || 0);
       }
       done();
-    });
-
-    fastify.get('/metrics', { config: SERVICE_ENDPOINT }, async (_request, reply) => {
-      reply.type(registry.contentType);
-      return registry.metrics();
     });
   },
   { name: 'metrics', fastify: '5.x', dependencies: ['db'] },

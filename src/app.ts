@@ -4,6 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
+import docsPlugin from '../plugins/docs.js';
 import envelopePlugin from '../plugins/envelope.js';
 import jobsPlugin from '../plugins/jobs.js';
 import metricsPlugin from '../plugins/metrics.js';
@@ -120,6 +121,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   });
   await fastify.register(metricsPlugin);
   await fastify.register(protectionPlugin);
+  await fastify.register(docsPlugin);
 
   await fastify.register(serviceRoutes);
   await fastify.register(tokenRoutes);

@@ -11,6 +11,11 @@ export default async function tokenRoutes(fastify: FastifyInstance): Promise<voi
     name: 'AccessToken',
     method: ['GET', 'POST'],
     summary: 'Exchange an AppId and AppSecret for an AccessToken.',
+    tag: 'Apps and tokens',
+    response: {
+      AccessToken: { type: 'string', description: 'Send it as the AccessToken parameter.' },
+      DeadTime: { type: 'string', format: 'date-time', description: 'When the token stops working.' },
+    },
     params: {
       AppId: field.text({ maxLength: 64, description: 'The app to act as.' }),
       AppSecret: field.text({ maxLength: 512, description: 'The secret given when the app was created.' }),

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { accessTokenParam } from '../../plugins/auth.js';
-import { bindParameters, field, MAX_ID, type Bound, type Source } from '../../plugins/validation.js';
+import { bindParameters, envelopeResponses, field, MAX_ID, parametersSchema, type Bound, type Source } from '../../plugins/validation.js';
 import { ApiError, failure, invalidInput } from '../errors.js';
 import { BlobTooLargeError, type IncomingBlob } from '../storage/blob-store.js';
 import { sanitizeFileName } from '../services/file-names.js';
@@ -176,7 +176,22 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     await Promise.allSettled(running);
   });
 
-  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' } }, (request) => {
+  const schema = {
+    summary: 'Upload one file into a bucket; its bytes stream to disk.',
+    description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part.',
+    tags: ['Files'],
+    querystring: parametersSchema(params),
+    body: {
+      content: {
+        'multipart/form-data': {
+          schema: parametersSchema({}, { File: { type: 'string', format: 'binary', description: 'Exactly one file part, under any field name.' } }),
+        },
+      },
+    },
+    response: envelopeResponses({ FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } }),
+  };
+
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' }, schema }, (request) => {
     const upload = receiveUpload(request);
     running.add(upload);
     fastify.metrics.uploadsInFlight.inc();
