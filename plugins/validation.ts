@@ -1,5 +1,5 @@
 import formbody from '@fastify/formbody';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { invalidInput } from '../src/errors.js';
 
@@ -239,8 +239,10 @@ export interface Operation<S extends Spec> {
   tag?: string;
   /** The fields of a success body besides Code and Message, for /docs. */
   response?: Record<string, JsonSchema>;
-  /** Route config, e.g. a stricter rate limit. */
+  /** Route config. */
   config?: Record<string, unknown>;
+  /** Runs first on each of the operation's routes, e.g. one rate limit shared by all its methods. */
+  onRequest?: onRequestAsyncHookHandler;
   handler: (params: Bound<S>, request: FastifyRequest, reply: FastifyReply) => Promise<Record<string, unknown>>;
 }
 
@@ -267,6 +269,7 @@ export function defineOperation<S extends Spec>(fastify: FastifyInstance, operat
         method,
         url,
         config: { ...operation.config, operation: operation.name },
+        ...(operation.onRequest ? { onRequest: operation.onRequest } : {}),
         // Documentation only: see the validator compiler below.
         schema: {
           summary: operation.summary,
