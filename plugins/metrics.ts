@@ -9,14 +9,15 @@ export interface Metrics {
   /** Body bytes of GET downloads that completed: a 200, or a 206 for its range. */
   readonly downloadedBytes: Counter;
   readonly uploadsInFlight: Gauge;
-  /** Runs of the expiry sweeper by outcome (`ok`, `failed`); the sweeper job increments it. */
+  /** Runs of the expiry sweeper by outcome: the sweeper calls `sweeperRuns.inc({ outcome: 'ok' })` (or `'failed'`) per run. */
   readonly sweeperRuns: Counter<'outcome'>;
-  /** Expired files whose row and bytes the sweeper removed; the sweeper job increments it. */
+  /** Expired files whose row and bytes the sweeper removed: it calls `sweeperFilesRemoved.inc(n)` per batch. */
   readonly sweeperFilesRemoved: Counter;
   /**
    * Seconds since the oldest download not yet written to DownloadTimes was counted (0 when all are
    * written): how far other instances lag behind this one's counts. The download counter feeds it
-   * by assigning `counterFlushLagSource`, which every scrape reads.
+   * when it registers, with `fastify.metrics.counterFlushLagSource = () => <that age in seconds>`;
+   * every scrape calls the function. Unset, the gauge reads 0.
    */
   readonly counterFlushLag: Gauge;
   counterFlushLagSource: (() => number) | undefined;
