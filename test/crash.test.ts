@@ -4,7 +4,7 @@ import { mkdtemp, readdir, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { connectDatabase } from '../db/connect.js';
 import { ORPHAN_MIN_AGE_MS } from '../src/jobs/orphan-sweep.js';
 import { createTestDatabase } from './helpers/database.js';
@@ -30,6 +30,32 @@ async function sha256Of(file: string): Promise<string> {
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   return entries.filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+}
+
+/**
+ * What must hold after any crash or shutdown: every acknowledged upload is there whole, every row's
+ * bytes exist with its size and sha256, and no bytes are left without a row.
+ */
+async function verifyStore(
+  t: Test,
+  where: { databaseUrl: string | undefined; dataDir: string; storageDir: string },
+  acknowledged: readonly UploadResult[],
+): Promise<void> {
+  const handle = await connectDatabase({ databaseUrl: where.databaseUrl, dataDir: where.dataDir });
+  const rows = await handle.db.selectFrom('files').select(['file_key', 'storage_key', 'sha256', 'size_bytes']).execute();
+  await handle.close();
+  const objectsDir = path.join(where.storageDir, 'objects');
+  const byKey = new Map(rows.map((row) => [row.file_key, row]));
+  for (const done of acknowledged) {
+    t.equal(byKey.get(done.body.FileKey as number)?.sha256, done.sha256, `acknowledged file ${done.body.FileKey} is there, whole`);
+  }
+  for (const row of rows) {
+    const file = path.join(objectsDir, row.storage_key.slice(0, 2), row.storage_key);
+    t.equal((await stat(file)).size, row.size_bytes, `file ${row.file_key}: size`);
+    t.equal(await sha256Of(file), row.sha256, `file ${row.file_key}: content`);
+  }
+  const objects = (await filesUnder(objectsDir)).map((file) => path.basename(file)).sort();
+  t.same(objects, rows.map((row) => row.storage_key).sort(), 'exactly the bytes with a row remain');
 }
 
 t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing half-written', async (t) => {
@@ -85,7 +111,6 @@ t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing hal
   for (const file of await filesUnder(storageDir)) await utimes(file, longAgo, longAgo);
   const leftBehind = (await filesUnder(path.join(storageDir, 'tmp'))).length;
   server = await startServerProcess(env);
-  const objectsDir = path.join(storageDir, 'objects');
   for (let i = 0; i < 100 && (await filesUnder(path.join(storageDir, 'tmp'))).length > 0; i++) await sleep(100);
   await sleep(500);
   await server.stop('SIGTERM');
@@ -93,22 +118,57 @@ t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing hal
   t.comment(`${leftBehind} temp files were left by the kills`);
   t.same(await filesUnder(path.join(storageDir, 'tmp')), [], 'the sweep removed every temp file');
 
-  const handle = await connectDatabase({ databaseUrl: database.url, dataDir });
-  const rows = await handle.db.selectFrom('files').select(['file_key', 'storage_key', 'sha256', 'size_bytes']).execute();
-  await handle.close();
+  await verifyStore(t, { databaseUrl: database.url, dataDir, storageDir }, acknowledged);
+});
 
-  // Nothing acknowledged was lost.
-  const byKey = new Map(rows.map((row) => [row.file_key, row]));
-  for (const done of acknowledged) {
-    const row = byKey.get(done.body.FileKey as number);
-    t.equal(row?.sha256, done.sha256, `acknowledged file ${done.body.FileKey} is there, whole`);
+t.test('SIGTERM under load: every upload completes wholly or leaves nothing', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-sigterm-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const database = await createTestDatabase();
+  t.teardown(() => database.drop());
+  if (database.url) await database.handle.close();
+  const storageDir = path.join(dataDir, 'files');
+  const env = {
+    DATA_DIR: dataDir,
+    BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`,
+    SHUTDOWN_GRACE_SECONDS: '2',
+    ...(database.url ? { DATABASE_URL: database.url } : {}),
+  };
+  let server: ServerProcess | undefined;
+  t.teardown(() => server?.stop('SIGKILL'));
+
+  const acknowledged: UploadResult[] = [];
+  let refused = 0;
+  let bucketId: number | undefined;
+  for (let round = 0; round < 3; round++) {
+    server = await startServerProcess(env);
+    const base = server.baseUrl;
+    const form = (fields: Record<string, string>) => ({ method: 'POST', body: new URLSearchParams(fields) });
+    const token = ((await (await fetch(`${base}/API/AccessToken`, form({ AppId: APP.id, AppSecret: APP.secret }))).json()) as { AccessToken: string }).AccessToken;
+    if (bucketId === undefined) {
+      const created = await fetch(`${base}/API/CreateBucket`, form({ AccessToken: token, BucketName: `sigterm-${process.pid}`, OpenToRead: 'true', OpenToUpload: 'false' }));
+      bucketId = ((await created.json()) as { BucketId: number }).BucketId;
+    }
+    // Fast uploads finish within the grace period; the slowest ones cannot and are cut.
+    const uploads = Promise.allSettled(Array.from({ length: 16 }, (_, i) =>
+      upload({
+        baseUrl: base,
+        query: { AccessToken: token, BucketId: bucketId as number, AliveDays: 1 },
+        fileName: `term-${round}-${i}.bin`,
+        size: i % 4 === 0 ? 8 * 1024 * KiB : randomInt(1, 2048) * KiB,
+        chunkDelayMs: i % 4 === 0 ? 300 : 0,
+      }),
+    ));
+    await sleep(randomInt(100, 400));
+    t.equal(await server.stop('SIGTERM'), 0, `round ${round}: the process exits cleanly within its grace`);
+    for (const outcome of await uploads) {
+      if (outcome.status === 'fulfilled' && outcome.value.body.Code === 0) acknowledged.push(outcome.value);
+      else refused += 1;
+    }
+    t.same(await filesUnder(path.join(storageDir, 'tmp')), [], `round ${round}: no temp file is left`);
   }
-  // No row points at missing or partial bytes, and no bytes are without a row.
-  for (const row of rows) {
-    const file = path.join(objectsDir, row.storage_key.slice(0, 2), row.storage_key);
-    t.equal((await stat(file)).size, row.size_bytes, `file ${row.file_key}: size`);
-    t.equal(await sha256Of(file), row.sha256, `file ${row.file_key}: content`);
-  }
-  const objects = (await filesUnder(objectsDir)).map((file) => path.basename(file)).sort();
-  t.same(objects, rows.map((row) => row.storage_key).sort(), 'exactly the bytes with a row remain');
+  server = undefined;
+  t.comment(`3 shutdowns under load: ${acknowledged.length} uploads completed, ${refused} refused or cut`);
+  t.ok(refused > 0 && acknowledged.length > 0, 'some uploads finished within the grace and some were cut');
+  await verifyStore(t, { databaseUrl: database.url, dataDir, storageDir }, acknowledged);
 });
