@@ -91,8 +91,9 @@ t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing hal
         baseUrl: base,
         [i % 2 ? 'before' : 'after']: { AccessToken: token, BucketId: bucketId as number, AliveDays: 1 },
         fileName: `round-${round}-${i}.bin`,
-        size: randomInt(1, 4096) * KiB,
-        chunkDelayMs: i % 3 === 0 ? 2 : 0,
+        // A third are slow enough to be streaming whenever the kill comes.
+        size: i % 3 === 0 ? 8 * 1024 * KiB : randomInt(1, 4096) * KiB,
+        chunkDelayMs: i % 3 === 0 ? 100 : 0,
       }),
     ));
     await sleep(randomInt(50, 600));
