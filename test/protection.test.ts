@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
+import { createBucket } from './helpers/buckets.js';
 import { startService } from './helpers/service.js';
+import { storeFile } from './helpers/stored-files.js';
 
 t.test('a global limit per client address answers 429 with the envelope and Retry-After', async (t) => {
   const service = await startService(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } });
@@ -29,10 +31,8 @@ t.test('RATE_LIMIT_PER_MINUTE=0 turns the global limit off', async (t) => {
 
 t.test('security headers on JSON answers; a route’s own Content-Security-Policy wins', async (t) => {
   const service = await startService(t);
-  // A stand-in for a download route (they live on another branch), which sets its own policy.
-  service.app.get('/Download/FromKey/:key', async (_request, reply) =>
-    reply.header('Content-Security-Policy', 'sandbox').header('X-Content-Type-Options', 'nosniff').type('image/png').send(Buffer.from('png')),
-  );
+  const owner = await service.newApp();
+  const picture = await storeFile(service, await createBucket(service, owner.token), { name: 'pic.png' });
 
   for (const url of ['/', '/API/ViewBucketDetail?BucketId=abc', '/no/such/route']) {
     const response = await service.app.inject({ url });
@@ -42,10 +42,11 @@ t.test('security headers on JSON answers; a route’s own Content-Security-Polic
     t.equal(response.headers['x-frame-options'], undefined);
     t.equal(response.headers['referrer-policy'], 'no-referrer');
   }
-  const download = await service.app.inject({ url: '/Download/FromKey/1' });
+  const download = await service.app.inject({ url: `/Download/FromKey/${picture.fileKey}` });
+  t.equal(download.statusCode, 200);
   t.equal(download.headers['content-security-policy'], 'sandbox');
   t.equal(download.headers['cross-origin-resource-policy'], 'cross-origin', 'embeddable by other sites');
-  t.equal(download.body, 'png');
+  t.equal(download.body, `bytes of ${picture.storageKey}`);
 });
 
 t.test('under pressure, requests get 503 with the envelope; the service endpoints still answer', async (t) => {
