@@ -15,11 +15,7 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
     },
     handler: async ({ AccessToken, AppId }, request) => {
       const tokenAppId = await fastify.appForToken(AccessToken);
-      await deleteApp(fastify.db, tokenAppId, AppId, (keys) =>
-        // The rows are already gone, so the app is deleted whatever happens to its bytes here;
-        // leftovers are unreferenced bytes, which the orphan sweep removes.
-        fastify.storage.remove(keys).catch((error) => request.log.error({ err: error }, 'bytes of a deleted app were not removed')),
-      );
+      await deleteApp(fastify.db, tokenAppId, AppId, (keys) => fastify.dropBlobs(keys, request.log));
       return { Message: 'Successfully deleted that app and all files.' };
     },
   });

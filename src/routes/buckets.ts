@@ -76,11 +76,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     params: { AccessToken: accessToken(), BucketId: bucketId() },
     handler: async ({ AccessToken, BucketId }, request) => {
       const appId = await fastify.appForToken(AccessToken);
-      await deleteBucket(fastify.db, appId, BucketId, (keys) =>
-        // The rows are already gone, so the bucket is deleted whatever happens to its bytes here;
-        // leftovers are unreferenced bytes, which the orphan sweep removes.
-        fastify.storage.remove(keys).catch((error) => request.log.error({ err: error }, 'bytes of a deleted bucket were not removed')),
-      );
+      await deleteBucket(fastify.db, appId, BucketId, (keys) => fastify.dropBlobs(keys, request.log));
       return { Message: 'Successfully deleted your bucket!' };
     },
   });

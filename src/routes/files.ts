@@ -61,10 +61,9 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     method: 'POST',
     summary: "Deletes one of the app's own files; it stops being served at once.",
     params: { AccessToken: accessTokenParam(), FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
-    handler: async ({ AccessToken, FileKey }) => {
+    handler: async ({ AccessToken, FileKey }, request) => {
       const appId = await fastify.appForToken(AccessToken);
-      const storageKey = await deleteFile(fastify.db, appId, FileKey);
-      await fastify.storage.remove([storageKey]);
+      await fastify.dropBlobs([await deleteFile(fastify.db, appId, FileKey)], request.log);
       return { Message: 'Successfully deleted your file!' };
     },
   });

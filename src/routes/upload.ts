@@ -106,7 +106,8 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
         if (next.done) break;
         const part = next.value;
         if (part.type === 'field') {
-          addField(fields, part.fieldname, part.valueTruncated ? undefined : part.value);
+          // A value cut at the field size limit is still far past any parameter's own limit.
+          addField(fields, part.fieldname, part.value);
           continue;
         }
         fileParts += 1;
@@ -152,7 +153,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
       if (items.length > 0 || !bound || !blob || !fileName) throw invalidInput(items);
 
       const { target } = early && early.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound);
-      const stored = await storeUpload(fastify.db, fastify.storage, { target, blob, fileName, aliveDays: bound.AliveDays });
+      const stored = await storeUpload(fastify.db, (keys) => fastify.dropBlobs(keys, request.log), { target, blob, fileName, aliveDays: bound.AliveDays });
       blob = undefined;
       return {
         FileKey: stored.fileKey,

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { BootstrapApp } from '../config.js';
 import type { Database } from '../../db/schema.js';
 import { failure } from '../errors.js';
-import type { RemoveBlobs } from './buckets.js';
+import type { RemoveBlobs } from '../storage/blob-store.js';
 import { hashSecret, randomSecret, sameSecret } from './secrets.js';
 
 export interface AppCredentials {

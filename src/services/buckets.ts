@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { BucketRow, Database } from '../../db/schema.js';
 import { failure, INVALID_TOKEN_MESSAGE } from '../errors.js';
+import type { RemoveBlobs } from '../storage/blob-store.js';
 
 /**
  * Top-level path segments the service itself serves. A bucket name is the first segment of its
@@ -65,8 +66,6 @@ export interface BucketSettings {
   openToUpload: boolean;
 }
 
-/** Deletes stored bytes; called only after the rows that named them are committed away. */
-export type RemoveBlobs = (storageKeys: string[]) => Promise<void>;
 
 /** Turns a violation of the unique index on lower(name) into the protocol's refusal. */
 function refuseNameClash(error: unknown): never {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { failure } from '../errors.js';
-import type { BlobStore, IncomingBlob } from '../storage/blob-store.js';
+import type { IncomingBlob, RemoveBlobs } from '../storage/blob-store.js';
 import { UNKNOWN_BUCKET_MESSAGE } from './buckets.js';
 import { isLive } from './files.js';
 import { fileExtension } from './file-names.js';
@@ -53,7 +53,7 @@ export interface StoredUpload {
  */
 export async function storeUpload(
   db: Kysely<Database>,
-  storage: BlobStore,
+  removeBlobs: RemoveBlobs,
   input: { target: UploadTarget; blob: IncomingBlob; fileName: string; aliveDays: number },
 ): Promise<StoredUpload> {
   const { target, blob, fileName, aliveDays } = input;
@@ -94,7 +94,6 @@ export async function storeUpload(
     if ((error as { code?: string }).code === '23503') throw failure(UNKNOWN_BUCKET_MESSAGE);
     throw error;
   }
-  // The upload has succeeded; bytes that fail to go now are unreferenced and the orphan sweep takes them.
-  await storage.remove(replaced).catch(() => {});
+  await removeBlobs(replaced);
   return { fileKey, fileName, bucketName: target.bucketName };
 }

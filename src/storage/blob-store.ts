@@ -56,3 +56,6 @@ export interface BlobStore {
     referenced(keys: readonly string[]): Promise<ReadonlySet<string>>;
   }): Promise<{ tempRemoved: number; objectsRemoved: number }>;
 }
+
+/** Deletes stored bytes; called only after the rows that named them are committed away. */
+export type RemoveBlobs = (storageKeys: string[]) => Promise<void>;
