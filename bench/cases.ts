@@ -173,7 +173,9 @@ async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promi
       samples: entry.values,
       median: median(entry.values),
       cores: median(entry.cores.filter(Number.isFinite)),
-      ...(entry.secondary.length > 0 ? { extra: formatValue(median(entry.secondary), variant.secondaryUnit ?? '') } : {}),
+      ...(entry.secondary.length > 0
+        ? { extra: formatValue(median(entry.secondary), variant.secondaryUnit ?? ''), secondary: median(entry.secondary) }
+        : {}),
     };
     metrics.set(variant.name, metric);
     ctx.metrics.push(metric);
@@ -207,7 +209,7 @@ const sizeLabel = (bytes: number) => (bytes >= 1024 * MiB ? `${bytes / (1024 * M
 // ---------------------------------------------------------------------------------------------
 // Uploads
 
-async function uploadToService(client: Client, run: ServiceRun, kind: FileKind, size: number): Promise<StoredFile> {
+async function uploadToService(client: Client, run: ServiceRun, kind: FileKind, size: number): Promise<StoredFile & { afterLastByteMs?: number }> {
   const { instance } = run;
   const seed = newSeed();
   const form = multipartForm({
@@ -222,13 +224,13 @@ async function uploadToService(client: Client, run: ServiceRun, kind: FileKind, 
   }
   const file = { key: Number(reply.json.FileKey), seed, size, path: new URL(String(reply.json.Path)).pathname };
   run.ledger.files[kind].push(file);
-  return file;
+  return { ...file, afterLastByteMs: reply.afterLastByteMs };
 }
 
 /** The same multipart body as the service gets (same field lengths), posted to the bare upload server. */
 function baselineUploader(ctx: Context) {
   const token = ctx.services[0]?.instance.token ?? 'x'.repeat(43);
-  return async (client: Client, size: number, durable: boolean): Promise<void> => {
+  return async (client: Client, size: number, durable: boolean): Promise<{ afterLastByteMs?: number }> => {
     const seed = newSeed();
     const form = multipartForm({
       before: { AccessToken: token, BucketId: 1 },
@@ -240,6 +242,7 @@ function baselineUploader(ctx: Context) {
     if (reply.status !== 200 || reply.json.bytes !== form.length) {
       throw new Error(`bare upload answered ${reply.status}: ${JSON.stringify(reply.json).slice(0, 200)}`);
     }
+    return { afterLastByteMs: reply.afterLastByteMs };
   };
 }
 
@@ -251,48 +254,72 @@ async function emptyDir(dir: string): Promise<void> {
 export async function uploadLarge(ctx: Context): Promise<void> {
   const { opts, baselines } = ctx;
   const toBaseline = baselineUploader(ctx);
-  const single = (origin: string, send: (client: Client, size: number) => Promise<unknown>, after?: () => Promise<void>) => {
+  const single = (origin: string, send: (client: Client, size: number) => Promise<{ afterLastByteMs?: number }>, after?: () => Promise<void>) => {
     return async (warmup: boolean): Promise<Outcome> => {
       const size = warmup ? opts.warmLargeSize : opts.largeSize;
       const client = newClient(origin);
       const started = performance.now();
+      let afterLastByteMs: number | undefined;
       try {
-        await send(client, size);
+        ({ afterLastByteMs } = await send(client, size));
       } finally {
         await client.close();
       }
       const seconds = (performance.now() - started) / 1000;
       await after?.();
-      return { value: size / MiB / seconds };
+      // Secondary: how long the answer took after the last byte (the fsync and commit at the end).
+      return { value: size / MiB / seconds, secondary: afterLastByteMs === undefined ? undefined : afterLastByteMs / 1000 };
     };
   };
+  const unit = { unit: 'MiB/s', secondaryUnit: 's after the last byte' };
   const variants: Variant[] = [
     ...ctx.services.map((run) => ({
       name: serviceName(run),
       pid: run.instance.child.pid,
-      unit: 'MiB/s',
+      ...unit,
       run: single(run.instance.origin, (client, size) => uploadToService(client, run, 'large', size)),
     })),
     {
       name: 'bare node:http',
       pid: baselines.upload.pid,
-      unit: 'MiB/s',
+      ...unit,
       run: single(baselines.upload.origin, (client, size) => toBaseline(client, size, false), () => emptyDir(ctx.uploadDir)),
     },
     {
       name: 'bare node:http + fsync',
       pid: baselines.upload.pid,
-      unit: 'MiB/s',
+      ...unit,
       run: single(baselines.upload.origin, (client, size) => toBaseline(client, size, true), () => emptyDir(ctx.uploadDir)),
     },
   ];
   const metrics = await measure(ctx, 'upload-large', variants);
   const title = `Upload ${sizeLabel(opts.largeSize)}, 1 stream`;
+  const bare = metrics.get('bare node:http')!;
+  const durable = metrics.get('bare node:http + fsync')!;
   for (const run of ctx.services) {
-    const subject = metrics.get(serviceName(run));
-    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: metrics.get('bare node:http'), target: 0.85 });
-    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: metrics.get('bare node:http + fsync') });
+    const subject = metrics.get(serviceName(run))!;
+    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: bare, target: 0.85 });
+    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: durable });
+    ctx.findings.push({ title: `Where the ${sizeLabel(opts.largeSize)} upload's time goes (${run.instance.db})`, text: largeUploadSplit(opts.largeSize, subject, bare, durable) });
   }
+}
+
+/** Splits an upload's time into receiving the body and finishing after its last byte (fsync, rename, commit). */
+function largeUploadSplit(size: number, service: Metric, bare: Metric, durable: Metric): string {
+  const split = (m: Metric) => {
+    const total = size / MiB / m.median;
+    const tail = m.secondary ?? 0;
+    return { total, tail, receiving: size / MiB / Math.max(total - tail, 1e-6) };
+  };
+  const s = split(service);
+  const b = split(bare);
+  const d = split(durable);
+  return (
+    `The service takes ${fmt(s.total, 2)} s: ${fmt(s.total - s.tail, 2)} s receiving (${formatValue(s.receiving, 'MiB/s')}; ` +
+    `the bare server receives at ${formatValue(b.receiving, 'MiB/s')}) and ${fmt(s.tail, 2)} s after the last byte ` +
+    `(fsync, rename, row; the bare server with fsync needs ${fmt(d.tail, 2)} s, without ${fmt(b.tail, 2)} s). ` +
+    `Server CPU while uploading: service ${fmt(service.cores ?? NaN, 2)} cores, bare ${fmt(bare.cores ?? NaN, 2)} cores.`
+  );
 }
 
 async function uploadMany(ctx: Context, caseId: CaseId, kind: FileKind, size: number, concurrency: number): Promise<Map<string, Metric>> {

@@ -76,10 +76,12 @@ export function multipartForm(input: {
   };
 }
 
-async function* formBody(form: Form, seed: number): AsyncGenerator<Buffer> {
+async function* formBody(form: Form, seed: number, sent: { at?: number }): AsyncGenerator<Buffer> {
   yield form.head;
   yield* fileContent(seed, form.size);
   yield form.tail;
+  // Asked for more after the last chunk: the whole body has been handed to the connection.
+  sent.at = performance.now();
 }
 
 export interface Upstream {
@@ -95,20 +97,24 @@ export function newClient(origin: string): Client {
 export interface UploadReply {
   status: number;
   json: Record<string, unknown>;
+  /** Streamed bodies: milliseconds from the last body byte handed to the socket to the answer. */
+  afterLastByteMs?: number;
 }
 
 /** POSTs a multipart upload; small bodies go as one buffer, large ones streamed chunk by chunk. */
 export async function postForm(client: Client, path: string, form: Form, seed: number): Promise<UploadReply> {
+  const sent: { at?: number } = {};
   const body =
     form.size <= 4 * MiB
       ? Buffer.concat([form.head, ...fileContent(seed, form.size), form.tail])
-      : Readable.from(formBody(form, seed), { objectMode: false });
+      : Readable.from(formBody(form, seed, sent), { objectMode: false });
   const response = await client.request({
     path,
     method: 'POST',
     headers: { 'content-type': form.contentType, 'content-length': String(form.length) },
     body,
   });
+  const answeredAt = performance.now();
   const text = await response.body.text();
   let json: Record<string, unknown>;
   try {
@@ -116,7 +122,7 @@ export async function postForm(client: Client, path: string, form: Form, seed: n
   } catch {
     json = { raw: text.slice(0, 200) };
   }
-  return { status: response.statusCode, json };
+  return { status: response.statusCode, json, ...(sent.at !== undefined ? { afterLastByteMs: answeredAt - sent.at } : {}) };
 }
 
 export interface DownloadReply {

@@ -12,6 +12,8 @@ export interface Metric {
   cores?: number;
   /** Free text shown beside the numbers, e.g. the MiB/s of a files/s case. */
   extra?: string;
+  /** The median of the secondary measure that `extra` shows. */
+  secondary?: number;
 }
 
 export interface Comparison {
