@@ -17,7 +17,7 @@ import {
   newSeed,
   postForm,
 } from './load.js';
-import { cpuSeconds, memoryOf } from './processes.js';
+import { cpuSeconds, memoryOf, processCpuSeconds } from './processes.js';
 import { median, type Check, type Comparison, type Finding, type MemoryResult, type Metric } from './results.js';
 import { prepareService, startService, type DatabaseKind, type ServiceInstance, type ServiceSetup } from './service.js';
 
@@ -91,6 +91,8 @@ export interface ServiceRun {
   ledger: Ledger;
   /** False once the service answered 404 for a download route (not in this build). */
   downloads: boolean;
+  /** PostgreSQL: pids of the server processes serving the service's database. */
+  dbPids?: () => Promise<number[]>;
 }
 
 export interface Context {
@@ -124,6 +126,8 @@ interface Variant {
   pid: number;
   unit: string;
   secondaryUnit?: string;
+  /** PostgreSQL: the server processes serving the service's connections, to record their CPU too. */
+  dbPids?: () => Promise<number[]>;
   run(warmup: boolean): Promise<Outcome>;
 }
 
@@ -135,35 +139,62 @@ export function formatValue(value: number, unit: string): string {
   return `${fmt(value, digits)} ${unit}`;
 }
 
+/** CPU seconds used so far by several single processes (the database server's backends). */
+function cpuOfPids(pids: readonly number[]): Map<number, number> {
+  const used = new Map<number, number>();
+  for (const pid of pids) {
+    const seconds = processCpuSeconds(pid);
+    if (seconds !== undefined) used.set(pid, seconds);
+  }
+  return used;
+}
+
 /** Warm-up for every variant, then `runs` rounds in rotating order; medians. */
 async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promise<Map<string, Metric>> {
-  const samples = new Map<string, { values: number[]; secondary: number[]; cores: number[] }>();
+  type Entry = { values: number[]; secondary: number[]; cores: number[]; client: number[]; db: number[] };
+  const samples = new Map<string, Entry>();
   for (const variant of variants) {
-    samples.set(variant.name, { values: [], secondary: [], cores: [] });
+    samples.set(variant.name, { values: [], secondary: [], cores: [], client: [], db: [] });
     const outcome = await variant.run(true);
     ctx.log(`  ${caseId}  ${variant.name}  warm-up: ${formatValue(outcome.value, variant.unit)}`);
   }
   for (let round = 0; round < ctx.opts.runs; round++) {
     for (let i = 0; i < variants.length; i++) {
       const variant = variants[(i + round) % variants.length]!;
+      const dbBefore = variant.dbPids ? cpuOfPids(await variant.dbPids()) : undefined;
       const cpuBefore = cpuSeconds(variant.pid);
+      const clientBefore = process.cpuUsage();
       const started = performance.now();
       const outcome = await variant.run(false);
       const wall = (performance.now() - started) / 1000;
+      const client = process.cpuUsage(clientBefore);
       const cpuAfter = cpuSeconds(variant.pid);
       const cores = cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / wall : NaN;
+      const clientCores = (client.user + client.system) / 1e6 / wall;
+      let dbCores = NaN;
+      if (variant.dbPids && dbBefore) {
+        // Backends opened during the run started from zero.
+        const after = cpuOfPids(await variant.dbPids());
+        dbCores = [...after].reduce((sum, [pid, seconds]) => sum + seconds - (dbBefore.get(pid) ?? 0), 0) / wall;
+      }
       const entry = samples.get(variant.name)!;
       entry.values.push(outcome.value);
       if (outcome.secondary !== undefined) entry.secondary.push(outcome.secondary);
       entry.cores.push(cores);
+      entry.client.push(clientCores);
+      entry.db.push(dbCores);
       ctx.log(
         `  ${caseId}  ${variant.name}  run ${round + 1}/${ctx.opts.runs}: ${formatValue(outcome.value, variant.unit)}` +
           `${outcome.secondary !== undefined ? ` (${formatValue(outcome.secondary, variant.secondaryUnit ?? '')})` : ''}` +
-          ` · server CPU ${fmt(cores, 2)} cores`,
+          ` · CPU in cores: server ${fmt(cores, 2)}${Number.isFinite(dbCores) ? `, database ${fmt(dbCores, 2)}` : ''}, client ${fmt(clientCores, 2)}`,
       );
     }
   }
   const metrics = new Map<string, Metric>();
+  const finiteMedian = (values: number[]) => {
+    const finite = values.filter(Number.isFinite);
+    return finite.length > 0 ? median(finite) : undefined;
+  };
   for (const variant of variants) {
     const entry = samples.get(variant.name)!;
     const metric: Metric = {
@@ -172,7 +203,9 @@ async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promi
       unit: variant.unit,
       samples: entry.values,
       median: median(entry.values),
-      cores: median(entry.cores.filter(Number.isFinite)),
+      cores: finiteMedian(entry.cores),
+      clientCores: finiteMedian(entry.client),
+      dbCores: finiteMedian(entry.db),
       ...(entry.secondary.length > 0
         ? { extra: formatValue(median(entry.secondary), variant.secondaryUnit ?? ''), secondary: median(entry.secondary) }
         : {}),
@@ -276,6 +309,7 @@ export async function uploadLarge(ctx: Context): Promise<void> {
     ...ctx.services.map((run) => ({
       name: serviceName(run),
       pid: run.instance.child.pid,
+      dbPids: run.dbPids,
       ...unit,
       run: single(run.instance.origin, (client, size) => uploadToService(client, run, 'large', size)),
     })),
@@ -345,6 +379,7 @@ async function uploadMany(ctx: Context, caseId: CaseId, kind: FileKind, size: nu
     ...ctx.services.map((run) => ({
       name: serviceName(run),
       pid: run.instance.child.pid,
+      dbPids: run.dbPids,
       unit: 'files/s',
       secondaryUnit: 'MiB/s',
       run: loop(run.instance.origin, (client) => uploadToService(client, run, kind, size)),
@@ -554,6 +589,7 @@ export async function downloadLarge(ctx: Context): Promise<void> {
     ...[...sets].map(([run, [file]]) => ({
       name: serviceName(run),
       pid: run.instance.child.pid,
+      dbPids: run.dbPids,
       unit: 'MiB/s',
       run: single(run.instance.origin, `/Download/FromKey/${file!.key}`, () => run.ledger.counted(file!.key)),
     })),
@@ -587,6 +623,7 @@ export async function download1m(ctx: Context): Promise<void> {
     ...[...sets].map(([run, files]) => ({
       name: serviceName(run),
       pid: run.instance.child.pid,
+      dbPids: run.dbPids,
       unit: 'files/s',
       secondaryUnit: 'MiB/s',
       // By InternetPath: /<BucketName>/<RealFileName>.
@@ -625,6 +662,7 @@ export async function download1k(ctx: Context): Promise<void> {
     ...[...sets].map(([run, files]) => ({
       name: serviceName(run),
       pid: run.instance.child.pid,
+      dbPids: run.dbPids,
       unit: 'req/s',
       run: burst(run.instance.origin, files.map((file) => `/Download/FromKey/${file.key}`), files.map((file) => file.key)),
     })),
@@ -717,9 +755,10 @@ export async function metadata(ctx: Context): Promise<void> {
       throw new Error(`metadata probe failed: ${JSON.stringify(probeOne.json).slice(0, 200)} / ${items} items`);
     }
     const pid = run.instance.child.pid;
+    const dbPids = run.dbPids;
     variants.push(
-      { name: `${serviceName(run)} ViewOneFile`, pid, unit: 'req/s', run: timed(run.instance.origin, one) },
-      { name: `${serviceName(run)} ViewMultiFiles`, pid, unit: 'req/s', run: timed(run.instance.origin, multi) },
+      { name: `${serviceName(run)} ViewOneFile`, pid, dbPids, unit: 'req/s', run: timed(run.instance.origin, one) },
+      { name: `${serviceName(run)} ViewMultiFiles`, pid, dbPids, unit: 'req/s', run: timed(run.instance.origin, multi) },
     );
   }
   const hello = ctx.baselines.hello;

@@ -147,6 +147,17 @@ export function cpuSeconds(pid: number): number | undefined {
   return found ? total : undefined;
 }
 
+/** CPU time (user + system) one process has used so far, in seconds. */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
 /** VmHWM and VmRSS of a process, in bytes. */
 export function memoryOf(pid: number): { hwm: number; rss: number } | undefined {
   try {

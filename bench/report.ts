@@ -5,6 +5,7 @@ import type { BenchResults } from './results.js';
 
 const ratioText = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : '—');
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
+const cores = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? '' : value.toFixed(2));
 
 function rowTitle(c: { title: string; db?: string }): string {
   return c.db ? `${c.title} [${c.db}]` : c.title;
@@ -79,14 +80,14 @@ export function markdownReport(results: BenchResults, svgName?: string): string 
     ...results.findings.flatMap((f) => [`**${f.title}.** ${f.text}`, '']),
     ...[...new Set(results.skipped)].map((s) => `- skipped: ${s}`),
     ...(results.skipped.length ? [''] : []),
-    '<details><summary>Every measurement (medians of the runs; server CPU in cores)</summary>',
+    '<details><summary>Every measurement: medians of the runs; CPU in cores (1 = one core busy) of the server, the database server (PostgreSQL) and the bench client</summary>',
     '',
-    '| Case | Who | Median | Runs | Server CPU |',
-    '|---|---|---:|---|---:|',
+    '| Case | Who | Median | Runs | Server CPU | Database CPU | Client CPU |',
+    '|---|---|---:|---|---:|---:|---:|',
     ...results.metrics.map(
       (x) =>
         `| ${x.caseId} | ${x.variant} | ${formatValue(x.median, x.unit)}${x.extra ? ` (${x.extra})` : ''} | ` +
-        `${x.samples.map((s) => formatValue(s, '').trim()).join(', ')} | ${x.cores === undefined || !Number.isFinite(x.cores) ? '' : x.cores.toFixed(2)} |`,
+        `${x.samples.map((s) => formatValue(s, '').trim()).join(', ')} | ${cores(x.cores)} | ${cores(x.dbCores)} | ${cores(x.clientCores)} |`,
     ),
     '',
     '</details>',

@@ -10,6 +10,10 @@ export interface Metric {
   median: number;
   /** CPU the server process used during the measured runs, in cores (1 = one core busy). */
   cores?: number;
+  /** CPU of the bench process itself (the load generator) meanwhile. */
+  clientCores?: number;
+  /** PostgreSQL runs: CPU of the database server's processes serving the service. */
+  dbCores?: number;
   /** Free text shown beside the numbers, e.g. the MiB/s of a files/s case. */
   extra?: string;
   /** The median of the secondary measure that `extra` shows. */

@@ -224,11 +224,13 @@ async function main(): Promise<number> {
     }
     for (const db of cli.dbs) {
       let databaseUrl: string | undefined;
+      let dbPids: (() => Promise<number[]>) | undefined;
       if (db === 'postgres') {
         const server = process.env.BENCH_DATABASE_URL || DEFAULT_DATABASE_URL;
         const database = await createBenchDatabase(server);
         databases.push(database);
         databaseUrl = database.url;
+        dbPids = () => database.backendPids();
         log(`PostgreSQL: database ${database.name} on ${redactUrl(server)}`);
       }
       const setup: ServiceSetup = {
@@ -247,7 +249,7 @@ async function main(): Promise<number> {
         instance = await prepareService(setup, await startService(setup), instance);
       }
       children.push(instance.child);
-      services.push({ instance, setup, ledger: new Ledger(), downloads: true });
+      services.push({ instance, setup, ledger: new Ledger(), downloads: true, dbPids });
     }
 
     ctx = { ...ctxBase, services, baselines, staticSet, uploadDir };

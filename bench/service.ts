@@ -4,6 +4,7 @@
  * database a --postgres run uses.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
@@ -87,22 +88,51 @@ export async function prepareService(
   return { db: setup.db, child: started.child, origin, token: accessToken, bucketId: bucket.bucketId, bucketName: bucket.bucketName };
 }
 
+function readComm(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+export interface BenchDatabase {
+  url: string;
+  name: string;
+  /**
+   * Pids of the server processes connected to this database (the service's pool), to measure
+   * their CPU: on a small machine the database server competes with the service for the cores.
+   * Empty when the server runs elsewhere.
+   */
+  backendPids(): Promise<number[]>;
+  drop(): Promise<void>;
+}
+
 /** A fresh database `bench_<random>` on the server at `serverUrl`; drop() removes it. */
-export async function createBenchDatabase(serverUrl: string): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+export async function createBenchDatabase(serverUrl: string): Promise<BenchDatabase> {
   const name = `bench_${randomBytes(6).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 5_000 });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
+  const admin = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 5_000 });
+  await admin.connect();
+  admin.on('error', () => {});
+  await admin.query(`CREATE DATABASE ${name}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  return { url: url.href, name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return {
+    url: url.href,
+    name,
+    backendPids: async () => {
+      const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+      // Only when the server runs on this machine: a pid of another machine's server could name any process here.
+      return rows.map((row) => Number(row.pid)).filter((pid) => /^postgres/.test(readComm(pid)));
+    },
+    drop: async () => {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await admin.end().catch(() => {});
+      }
+    },
+  };
 }
 
 /** The server's address with any password hidden, for printing. */
