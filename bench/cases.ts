@@ -151,10 +151,10 @@ function cpuOfPids(pids: readonly number[]): Map<number, number> {
 
 /** Warm-up for every variant, then `runs` rounds in rotating order; medians. */
 async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promise<Map<string, Metric>> {
-  type Entry = { values: number[]; secondary: number[]; cores: number[]; client: number[]; db: number[] };
+  type Entry = { values: number[]; secondary: number[]; cores: number[]; main: number[]; client: number[]; db: number[] };
   const samples = new Map<string, Entry>();
   for (const variant of variants) {
-    samples.set(variant.name, { values: [], secondary: [], cores: [], client: [], db: [] });
+    samples.set(variant.name, { values: [], secondary: [], cores: [], main: [], client: [], db: [] });
     const outcome = await variant.run(true);
     ctx.log(`  ${caseId}  ${variant.name}  warm-up: ${formatValue(outcome.value, variant.unit)}`);
   }
@@ -163,13 +163,16 @@ async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promi
       const variant = variants[(i + round) % variants.length]!;
       const dbBefore = variant.dbPids ? cpuOfPids(await variant.dbPids()) : undefined;
       const cpuBefore = cpuSeconds(variant.pid);
+      const mainBefore = processCpuSeconds(variant.pid, true);
       const clientBefore = process.cpuUsage();
       const started = performance.now();
       const outcome = await variant.run(false);
       const wall = (performance.now() - started) / 1000;
       const client = process.cpuUsage(clientBefore);
       const cpuAfter = cpuSeconds(variant.pid);
+      const mainAfter = processCpuSeconds(variant.pid, true);
       const cores = cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / wall : NaN;
+      const mainCores = mainBefore !== undefined && mainAfter !== undefined ? (mainAfter - mainBefore) / wall : NaN;
       const clientCores = (client.user + client.system) / 1e6 / wall;
       let dbCores = NaN;
       if (variant.dbPids && dbBefore) {
@@ -181,12 +184,13 @@ async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promi
       entry.values.push(outcome.value);
       if (outcome.secondary !== undefined) entry.secondary.push(outcome.secondary);
       entry.cores.push(cores);
+      entry.main.push(mainCores);
       entry.client.push(clientCores);
       entry.db.push(dbCores);
       ctx.log(
         `  ${caseId}  ${variant.name}  run ${round + 1}/${ctx.opts.runs}: ${formatValue(outcome.value, variant.unit)}` +
           `${outcome.secondary !== undefined ? ` (${formatValue(outcome.secondary, variant.secondaryUnit ?? '')})` : ''}` +
-          ` · CPU in cores: server ${fmt(cores, 2)}${Number.isFinite(dbCores) ? `, database ${fmt(dbCores, 2)}` : ''}, client ${fmt(clientCores, 2)}`,
+          ` · CPU in cores: server ${fmt(cores, 2)} (main thread ${fmt(mainCores, 2)})${Number.isFinite(dbCores) ? `, database ${fmt(dbCores, 2)}` : ''}, client ${fmt(clientCores, 2)}`,
       );
     }
   }
@@ -204,6 +208,7 @@ async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promi
       samples: entry.values,
       median: median(entry.values),
       cores: finiteMedian(entry.cores),
+      mainCores: finiteMedian(entry.main),
       clientCores: finiteMedian(entry.client),
       dbCores: finiteMedian(entry.db),
       ...(entry.secondary.length > 0
@@ -422,32 +427,41 @@ export async function upload1k(ctx: Context): Promise<void> {
     const title = 'Upload 1 KiB files, 32 concurrent';
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: bare });
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: durable });
-    ctx.findings.push({ title: `What limits 1 KiB uploads (${db})`, text: smallUploadReason(subject, bare, durable, db) });
+    ctx.findings.push({ title: `What limits 1 KiB uploads (${db})`, text: smallUploadReason(subject, bare, durable, db, 32) });
   }
 }
 
-/** Separates the cost of durability (the fsync baseline) from the service's own work (its CPU use). */
-function smallUploadReason(service: Metric, bare: Metric, durable: Metric, db: DatabaseKind): string {
+/**
+ * Separates the cost of durability (the fsync baseline) from the service's own work, using how
+ * busy the service's main thread (its event loop) was.
+ */
+function smallUploadReason(service: Metric, bare: Metric, durable: Metric, db: DatabaseKind, concurrency: number): string {
   const ofDurable = service.median / durable.median;
   const cores = service.cores ?? NaN;
-  const cpuMsPerFile = (cores * 1000) / service.median;
+  const main = service.mainCores ?? NaN;
+  const perFile = (value: number) => fmt((value * 1000) / service.median, 2);
   const facts =
     `${formatValue(service.median, 'files/s')}: ${fmt(ofDurable * 100)} % of a bare server that fsyncs and renames each file ` +
     `(${formatValue(durable.median, 'files/s')}) and ${fmt((service.median / bare.median) * 100)} % of one that does not ` +
-    `(${formatValue(bare.median, 'files/s')}). The service process used ${fmt(cores, 2)} cores, ${fmt(cpuMsPerFile, 2)} ms of CPU per file.`;
+    `(${formatValue(bare.median, 'files/s')}). With ${concurrency} in flight each upload took ${fmt((concurrency * 1000) / service.median)} ms ` +
+    `(bare with fsync: ${fmt((concurrency * 1000) / durable.median)} ms). Per file the service used ${perFile(main)} ms on its main thread and ` +
+    `${perFile(cores - main)} ms on other threads (file system calls, GC)` +
+    `${service.dbCores !== undefined ? `; the database server ${perFile(service.dbCores)} ms` : ''}` +
+    `; the bare server with fsync ${fmt(((durable.cores ?? NaN) * 1000) / durable.median, 2)} ms in all.`;
   let reason: string;
   if (ofDurable >= 0.8) {
     reason = 'Limit: durability. The fsync and rename of each file set the pace; the service adds little on top.';
-  } else if (cores >= 0.85) {
+  } else if (main >= 0.8) {
     reason =
-      'Limit: CPU in the service process (one busy main thread). Durability alone would allow ' +
+      `Limit: the service's main thread (${fmt(main, 2)} cores busy). Durability alone would allow ` +
       `${formatValue(durable.median, 'files/s')}; the rest is the service's own work per request (multipart parsing, ` +
-      `validation, token and bucket lookups, the insert and its commit${db === 'embedded' ? ', all of the embedded PostgreSQL, which runs on the same thread' : ', the pg driver'}).` +
+      `validation, token and bucket lookups, the insert and its commit${db === 'embedded' ? ', all of the embedded PostgreSQL, which runs on that thread' : ' through the pg driver'}).` +
       ' Run with --profile to see where.';
   } else {
     reason =
-      'Limit: waiting, neither CPU nor the fsync floor. The uploads queue on something serial: database round trips ' +
-      `and commits${db === 'embedded' ? ' on the embedded database’s single connection' : ''}, or fsyncs that do not overlap.`;
+      `Limit: not the fsync floor, and the main thread was not saturated (${fmt(main, 2)} cores): the uploads wait on ` +
+      `something serial, such as database round trips and commits${db === 'embedded' ? ' on the embedded database’s single connection' : ''}` +
+      ', or the machine had no core to spare (see the load average).';
   }
   return `${facts} ${reason}`;
 }

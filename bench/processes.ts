@@ -147,10 +147,14 @@ export function cpuSeconds(pid: number): number | undefined {
   return found ? total : undefined;
 }
 
-/** CPU time (user + system) one process has used so far, in seconds. */
-export function processCpuSeconds(pid: number): number | undefined {
+/**
+ * CPU time (user + system) one process has used so far, in seconds; with `mainThreadOnly`, only
+ * its main thread: for Node.js, the event loop (JavaScript, and PGlite's WebAssembly), without the
+ * libuv thread pool (file system calls) and V8's helper threads (GC, compilers).
+ */
+export function processCpuSeconds(pid: number, mainThreadOnly = false): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
   } catch {

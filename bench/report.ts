@@ -80,14 +80,14 @@ export function markdownReport(results: BenchResults, svgName?: string): string 
     ...results.findings.flatMap((f) => [`**${f.title}.** ${f.text}`, '']),
     ...[...new Set(results.skipped)].map((s) => `- skipped: ${s}`),
     ...(results.skipped.length ? [''] : []),
-    '<details><summary>Every measurement: medians of the runs; CPU in cores (1 = one core busy) of the server, the database server (PostgreSQL) and the bench client</summary>',
+    '<details><summary>Every measurement: medians of the runs; CPU in cores (1 = one core busy) of the server (and of its main thread alone), the database server (PostgreSQL) and the bench client</summary>',
     '',
-    '| Case | Who | Median | Runs | Server CPU | Database CPU | Client CPU |',
-    '|---|---|---:|---|---:|---:|---:|',
+    '| Case | Who | Median | Runs | Server CPU | its main thread | Database CPU | Client CPU |',
+    '|---|---|---:|---|---:|---:|---:|---:|',
     ...results.metrics.map(
       (x) =>
         `| ${x.caseId} | ${x.variant} | ${formatValue(x.median, x.unit)}${x.extra ? ` (${x.extra})` : ''} | ` +
-        `${x.samples.map((s) => formatValue(s, '').trim()).join(', ')} | ${cores(x.cores)} | ${cores(x.dbCores)} | ${cores(x.clientCores)} |`,
+        `${x.samples.map((s) => formatValue(s, '').trim()).join(', ')} | ${cores(x.cores)} | ${cores(x.mainCores)} | ${cores(x.dbCores)} | ${cores(x.clientCores)} |`,
     ),
     '',
     '</details>',

@@ -10,6 +10,8 @@ export interface Metric {
   median: number;
   /** CPU the server process used during the measured runs, in cores (1 = one core busy). */
   cores?: number;
+  /** Of `cores`, the server's main thread alone: near 1, its event loop is saturated. */
+  mainCores?: number;
   /** CPU of the bench process itself (the load generator) meanwhile. */
   clientCores?: number;
   /** PostgreSQL runs: CPU of the database server's processes serving the service. */
