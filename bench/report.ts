@@ -63,7 +63,8 @@ export function markdownReport(results: BenchResults, svgName?: string): string 
   const lines = [
     `Run of ${results.startedAt} (${results.mode} mode, ${results.seconds.toFixed(0)} s): \`${results.command}\``,
     '',
-    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memory} memory; Node.js ${m.node}; ${m.os}; disk ${m.disk}; nginx: ${m.nginx}.`,
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memory} memory; Node.js ${m.node}; ${m.os}; disk ${m.disk}; nginx: ${m.nginx}` +
+      `${m.postgres ? `; ${m.postgres}` : ''}.`,
     '',
     busyNote(results),
     '',

@@ -68,6 +68,8 @@ export interface Machine {
   os: string;
   disk: string;
   nginx: string;
+  /** Set when the run used a PostgreSQL server. */
+  postgres?: string;
 }
 
 export interface BenchResults {

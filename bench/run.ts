@@ -231,7 +231,8 @@ async function main(): Promise<number> {
         databases.push(database);
         databaseUrl = database.url;
         dbPids = () => database.backendPids();
-        log(`PostgreSQL: database ${database.name} on ${redactUrl(server)}`);
+        machine.postgres = `${await database.describe()} at ${redactUrl(server)}`;
+        log(`PostgreSQL: database ${database.name}; ${machine.postgres}`);
       }
       const setup: ServiceSetup = {
         db,

@@ -105,6 +105,8 @@ export interface BenchDatabase {
    * Empty when the server runs elsewhere.
    */
   backendPids(): Promise<number[]>;
+  /** Server version and the settings that weigh on commits. */
+  describe(): Promise<string>;
   drop(): Promise<void>;
 }
 
@@ -124,6 +126,14 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
       const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
       // Only when the server runs on this machine: a pid of another machine's server could name any process here.
       return rows.map((row) => Number(row.pid)).filter((pid) => /^postgres/.test(readComm(pid)));
+    },
+    describe: async () => {
+      const { rows } = await admin.query<{ version: string; sync: string; fsync: string; buffers: string }>(
+        "SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync, " +
+          "current_setting('fsync') AS fsync, current_setting('shared_buffers') AS buffers",
+      );
+      const row = rows[0]!;
+      return `PostgreSQL ${row.version} (synchronous_commit ${row.sync}, fsync ${row.fsync}, shared_buffers ${row.buffers})`;
     },
     drop: async () => {
       try {
