@@ -25,6 +25,14 @@ export interface Child {
 }
 
 const running = new Set<Child>();
+let stopping = false;
+
+/** From now on no child may start: the bench is ending (a signal, the watchdog). */
+export function refuseNewChildren(): void {
+  stopping = true;
+}
+
+export const isStopping = (): boolean => stopping;
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
@@ -41,6 +49,7 @@ export function killAllNow(): void {
 }
 
 export function startChild(name: string, command: string, args: string[], env: NodeJS.ProcessEnv): Child {
+  if (stopping) throw new Error(`not starting ${name}: the bench is stopping`);
   const proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (proc.pid === undefined) throw new Error(`${name} could not be started`);
   let output = '';

@@ -45,7 +45,7 @@ import {
 } from './cases.js';
 import { fileContent, GiB, KiB, MiB, newSeed } from './load.js';
 import { machineInfo } from './machine.js';
-import { freePort, killAllNow, startBaseline, startChild, waitForHttp, type Child } from './processes.js';
+import { freePort, isStopping, killAllNow, refuseNewChildren, startBaseline, startChild, waitForHttp, type Child } from './processes.js';
 import { profileMarkdown, summarizeProfile } from './profile.js';
 import { markdownReport, svgChart, terminalReport, writeDocs } from './report.js';
 import type { BenchResults } from './results.js';
@@ -141,31 +141,35 @@ async function main(): Promise<number> {
   await chmod(temp, 0o755);
   const databases: Array<{ drop(): Promise<void>; name: string }> = [];
   const children: Child[] = [];
-  let cleaned = false;
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
-    await Promise.allSettled(children.map((child) => child.stop()));
-    killAllNow();
-    for (const database of databases) {
-      await database.drop().catch((error: Error) => log(`could not drop database ${database.name}: ${error.message}`));
-    }
-    await rm(temp, { recursive: true, force: true }).catch(() => {});
-  };
+  let removed = false;
+  let cleaning: Promise<void> | undefined;
+  // Once, whoever asks first (the end of the run, a signal, the watchdog); the others wait for it.
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await Promise.allSettled(children.map((child) => child.stop()));
+      killAllNow();
+      for (const database of databases) {
+        await database.drop().catch((error: Error) => log(`could not drop database ${database.name}: ${error.message}`));
+      }
+      await rm(temp, { recursive: true, force: true }).catch(() => {});
+      removed = true;
+    })());
   // However the bench ends: no child left running, no temp data left behind.
   process.once('exit', () => {
     killAllNow();
-    if (!cleaned) rmSync(temp, { recursive: true, force: true });
+    if (!removed) rmSync(temp, { recursive: true, force: true });
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       log(`${signal}: stopping`);
+      refuseNewChildren();
       void cleanup().finally(() => process.exit(130));
     });
   }
   const watchdogMs = (opts.mode === 'quick' ? 5 : 25) * 60_000;
   const watchdog = setTimeout(() => {
     log(`the bench took longer than ${watchdogMs / 60_000} minutes: stopping`);
+    refuseNewChildren();
     void cleanup().finally(() => process.exit(1));
   }, watchdogMs);
   watchdog.unref();
@@ -267,11 +271,13 @@ async function main(): Promise<number> {
       ['metadata', 'metadata', metadata],
     ];
     for (const [id, name, step] of steps) {
+      if (isStopping()) break;
       if (id && !wants(ctx, id)) continue;
       log(`${name}`);
       try {
         await step(ctx);
       } catch (error) {
+        if (isStopping()) break;
         failed = true;
         ctx.skipped.push(`${name} failed: ${(error as Error).message.split('\n')[0]}`);
         log(`${name} FAILED: ${(error as Error).stack ?? error}`);
@@ -283,6 +289,7 @@ async function main(): Promise<number> {
     }
     if (wants(ctx, 'memory')) {
       for (const run of services) {
+        if (isStopping()) break;
         log(`memory (${run.setup.db}): fresh service process`);
         try {
           await memoryCase(ctx, run);
@@ -297,6 +304,8 @@ async function main(): Promise<number> {
     await cleanup();
     clearTimeout(watchdog);
   }
+  // Interrupted: no partial report; the signal's handler exits.
+  if (isStopping()) return 130;
 
   const results: BenchResults = {
     startedAt: new Date(started).toISOString(),
