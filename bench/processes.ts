@@ -114,7 +114,8 @@ export async function waitForHttp(url: string, child: Child, timeoutMs = 90_000)
 export async function startBaseline(name: string, script: string, env: Record<string, string>): Promise<{ child: Child; origin: string }> {
   const child = startChild(name, process.execPath, [path.join(BASELINE_DIR, script)], { PATH: process.env.PATH ?? '', ...env });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${child.output()}`)), 30_000);
+    // The database floor initialises an embedded PostgreSQL first: seconds, more on a busy machine.
+    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${child.output()}`)), 120_000);
     let buffered = '';
     child.process.stdout?.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();

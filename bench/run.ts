@@ -246,15 +246,28 @@ async function main(): Promise<number> {
         appSecret,
         cpuProfDir: cli.profile ? profileDir : undefined,
       };
-      log(`starting the service (${db})`);
-      let instance = await prepareService(setup, await startService({ ...setup, cpuProfDir: undefined }));
+      log(`starting the service (${db}) and the database floor`);
+      // Side by side: on the embedded database each initialises its own PGlite, which takes seconds.
+      const [started, floor] = await Promise.all([
+        startService({ ...setup, cpuProfDir: undefined }),
+        startBaseline(`database floor (${db})`, 'db-floor.js', databaseUrl ? { BENCH_DATABASE_URL: databaseUrl } : { BENCH_DATA_DIR: path.join(temp, `floor-${db}`) }),
+      ]);
+      children.push(floor.child);
+      let instance = await prepareService(setup, started);
       if (cli.profile) {
         // Profile the cases, not the creation of a fresh database: restart on the prepared one.
         await instance.child.stop();
         instance = await prepareService(setup, await startService(setup), instance);
       }
       children.push(instance.child);
-      services.push({ instance, setup, ledger: new Ledger(), downloads: true, dbPids });
+      services.push({
+        instance,
+        setup,
+        ledger: new Ledger(),
+        downloads: true,
+        dbPids,
+        floor: { name: `database floor (${db})`, origin: floor.origin, pid: floor.child.pid },
+      });
     }
 
     ctx = { ...ctxBase, services, baselines, staticSet, uploadDir };
