@@ -61,6 +61,22 @@ export function sendEnvelope(reply: FastifyReply, status: number, body: Envelope
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 
+/** The answer for a path no route serves. */
+function noSuchOperation(request: FastifyRequest): Envelope {
+  return { Code: -1, Message: `There is no ${request.method} operation at ${request.url.split('?')[0].slice(0, 200)}.` };
+}
+
+/**
+ * The router's own refusals, which bypass the error handler: a path segment that is not valid
+ * percent-encoding cannot be read; one longer than maxParamLength names no operation and no file.
+ */
+export function routerErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return sendEnvelope(reply, 400, { Code: -10, Message: VALIDATION_MESSAGE, Items: ['The request path is not valid percent-encoding.'] });
+  }
+  return sendEnvelope(reply, 404, noSuchOperation(request));
+}
+
 export default fp(
   async (fastify) => {
     fastify.setErrorHandler((error, request, reply) => {
@@ -70,12 +86,7 @@ export default fp(
       return sendEnvelope(reply, status, body);
     });
 
-    fastify.setNotFoundHandler((request, reply) =>
-      sendEnvelope(reply, 404, {
-        Code: -1,
-        Message: `There is no ${request.method} operation at ${request.url.split('?')[0].slice(0, 200)}.`,
-      }),
-    );
+    fastify.setNotFoundHandler((request, reply) => sendEnvelope(reply, 404, noSuchOperation(request)));
   },
   { name: 'envelope', fastify: '5.x' },
 );

@@ -1,4 +1,6 @@
 import fp from 'fastify-plugin';
+import { downloadFlushJob } from '../src/jobs/download-flush.js';
+import { expirySweepJob } from '../src/jobs/expiry-sweep.js';
 import { orphanSweepJob } from '../src/jobs/orphan-sweep.js';
 import { startJobs } from '../src/jobs/schedule.js';
 
@@ -7,11 +9,18 @@ export default fp(
   async (fastify) => {
     let stop: (() => Promise<void>) | undefined;
     fastify.addHook('onReady', async () => {
-      stop = startJobs([orphanSweepJob(fastify.db, fastify.storage)], fastify.log);
+      stop = startJobs(
+        [
+          orphanSweepJob(fastify.db, fastify.storage),
+          expirySweepJob(fastify.db, (keys) => fastify.dropBlobs(keys, fastify.log), fastify.config.sweepIntervalSeconds),
+          downloadFlushJob(fastify.downloadCounter),
+        ],
+        fastify.log,
+      );
     });
     fastify.addHook('onClose', async () => {
       await stop?.();
     });
   },
-  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage'] },
+  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'downloads'] },
 );

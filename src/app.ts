@@ -4,7 +4,8 @@ import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import authPlugin from '../plugins/auth.js';
 import dbPlugin from '../plugins/db.js';
-import envelopePlugin from '../plugins/envelope.js';
+import downloadsPlugin from '../plugins/downloads.js';
+import envelopePlugin, { routerErrorHandler } from '../plugins/envelope.js';
 import jobsPlugin from '../plugins/jobs.js';
 import storagePlugin from '../plugins/storage.js';
 import validationPlugin from '../plugins/validation.js';
@@ -15,7 +16,9 @@ import { redactUrl } from './log-redaction.js';
 import adminRoutes from './routes/admin.js';
 import appRoutes from './routes/apps.js';
 import bucketRoutes from './routes/buckets.js';
+import downloadRoutes from './routes/downloads.js';
 import fileRoutes from './routes/files.js';
+import secretRoutes from './routes/secrets.js';
 import serviceRoutes from './routes/service.js';
 import tokenRoutes from './routes/tokens.js';
 import uploadRoutes from './routes/upload.js';
@@ -64,6 +67,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
     trustProxy: config.trustProxy,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     routerOptions: { caseSensitive: false, maxParamLength: 2048, ignoreDuplicateSlashes: false },
+    frameworkErrors: routerErrorHandler,
     clientErrorHandler: (error, socket) => {
       if (socket.writable) {
         const status = (error as { code?: string }).code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
@@ -85,6 +89,7 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(dbPlugin, { database });
   await fastify.register(storagePlugin, { storage: new DiskStore(config.storageDir) });
   await fastify.register(authPlugin);
+  await fastify.register(downloadsPlugin);
   await fastify.register(jobsPlugin);
   await fastify.register(rateLimit, {
     global: false,
@@ -98,6 +103,8 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(bucketRoutes);
   await fastify.register(fileRoutes);
   await fastify.register(uploadRoutes);
+  await fastify.register(downloadRoutes);
+  await fastify.register(secretRoutes);
   if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
 
   return fastify;

@@ -1,7 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { BlobTooLargeError } from '../src/storage/blob-store.js';
 import { DiskStore, type DiskStoreOptions } from '../src/storage/disk-store.js';
+import { onSmallDisk, whyNoSmallDisk } from './helpers/small-disk.js';
 
 const MiB = 1024 * 1024;
 const HOUR = 60 * 60 * 1000;
@@ -269,26 +269,13 @@ t.test('freeBytes reports the space left on the volume', async (t) => {
 });
 
 // A private mount namespace lets an unprivileged user mount a tiny tmpfs that nobody else sees.
-const MOUNT_SMALL_DISK = 'mount -t tmpfs -o size=2m tmpfs "$0" && exec "$@"';
-
-function whyNoSmallDisk(): string | false {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'disk-full-probe-'));
-  try {
-    const probe = spawnSync('unshare', ['-rm', 'sh', '-c', MOUNT_SMALL_DISK, dir, 'true']);
-    if (probe.status === 0) return false;
-    return `cannot mount a small tmpfs here (unshare -rm: ${probe.error?.message ?? probe.stderr.toString().trim()})`;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 t.test('a full disk rejects with ENOSPC and leaves no temp file', { skip: whyNoSmallDisk() }, async (t) => {
   const mountPoint = await mkdtemp(path.join(os.tmpdir(), 'disk-full-'));
   t.teardown(() => rm(mountPoint, { recursive: true, force: true }));
   const child = fileURLToPath(new URL('fixtures/disk-full-child.ts', import.meta.url));
   // execArgv carries the loader tap runs TypeScript through.
-  const command = [MOUNT_SMALL_DISK, mountPoint, process.execPath, ...process.execArgv, child, mountPoint];
-  const run = spawn('unshare', ['-rm', 'sh', '-c', ...command], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [command, ...args] = [...onSmallDisk(mountPoint, '2m'), process.execPath, ...process.execArgv, child, mountPoint];
+  const run = spawn(command as string, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   run.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
   const [status] = await once(run, 'close');

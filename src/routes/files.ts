@@ -20,6 +20,9 @@ export function parseIds(raw: string): number[] {
 
 /** The read and delete operations on files; UploadFile lives in upload.ts. */
 export default async function fileRoutes(fastify: FastifyInstance): Promise<void> {
+  // This instance's downloads not yet flushed: a client sees its own download counted at once.
+  const counter = fastify.downloadCounter;
+
   defineOperation(fastify, {
     name: 'ViewOneFile',
     method: 'GET',
@@ -27,7 +30,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     params: { FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
     handler: async ({ FileKey }, request) => {
       const row = await findLiveFile(fastify.db, FileKey);
-      return { File: fileView(row, publicBaseUrl(request)), Message: 'Successfully get that file.' };
+      return { File: fileView(row, publicBaseUrl(request), counter.pending(row.file_key)), Message: 'Successfully get that file.' };
     },
   });
 
@@ -39,7 +42,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     handler: async ({ Ids }, request) => {
       const rows = await findLiveFiles(fastify.db, parseIds(Ids));
       const base = publicBaseUrl(request);
-      return { Items: rows.map((row) => fileView(row, base)), Message: 'Successfully get those files.' };
+      return { Items: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: 'Successfully get those files.' };
     },
   });
 
@@ -52,7 +55,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
       const appId = await fastify.appForToken(AccessToken);
       const rows = await listBucketFiles(fastify.db, appId, BucketId);
       const base = publicBaseUrl(request);
-      return { BucketId, AllFiles: rows.map((row) => fileView(row, base)), Message: 'Successfully get all files.' };
+      return { BucketId, AllFiles: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: 'Successfully get all files.' };
     },
   });
 

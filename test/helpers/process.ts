@@ -17,8 +17,10 @@ export interface ServerProcess {
  * Starts the real server entry in its own process, as `npm start` would (through the same
  * TypeScript loader the tests run with), on a free port; resolves once it listens.
  */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...process.execArgv, SERVER_ENTRY], {
+export async function startServerProcess(env: Record<string, string>, wrapper: readonly string[] = []): Promise<ServerProcess> {
+  // A wrapper (e.g. unshare) must exec the command it is given, so the child keeps one pid.
+  const [command, ...args] = [...wrapper, process.execPath, ...process.execArgv, SERVER_ENTRY];
+  const child = spawn(command as string, args, {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -78,6 +78,7 @@ export function upload(spec: UploadSpec): Promise<UploadResult> {
     });
     request.on('error', reject);
     request.on('response', (response) => {
+      response.on('error', reject);
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => {

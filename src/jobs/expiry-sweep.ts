@@ -1,0 +1,18 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { sweepExpired } from '../services/expiry.js';
+import type { RemoveBlobs } from '../storage/blob-store.js';
+import type { Job } from './schedule.js';
+
+/**
+ * Every instance sweeps; they share the work safely. Not at start-up: expired files are invisible
+ * already, and a fleet restarting together need not sweep all at once.
+ */
+export function expirySweepJob(db: Kysely<Database>, removeBlobs: RemoveBlobs, intervalSeconds: number): Job {
+  return {
+    name: 'expiry-sweep',
+    intervalMs: intervalSeconds * 1000,
+    runAtStart: false,
+    run: () => sweepExpired(db, removeBlobs),
+  };
+}

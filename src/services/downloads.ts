@@ -1,0 +1,42 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { isLive } from './files.js';
+import { MAX_FILE_NAME_BYTES } from './file-names.js';
+
+/** What serving a file needs: its key for the counter, its bytes, and its name for the headers. */
+export interface Downloadable {
+  fileKey: number;
+  storageKey: string;
+  fileName: string;
+}
+
+const MAX_BUCKET_NAME_LENGTH = 25;
+
+function liveReadableFiles(db: Kysely<Database>) {
+  return db
+    .selectFrom('files')
+    .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
+    .select(['files.file_key as fileKey', 'files.storage_key as storageKey', 'files.real_file_name as fileName'])
+    .where(isLive)
+    .where('buckets.open_to_read', '=', true);
+}
+
+/**
+ * The live file at `/<bucketName>/<fileName>` of an OpenToRead bucket, in one query through the
+ * unique indexes on lower(buckets.name) and (bucket_id, real_file_name). The bucket name matches
+ * in any case, as the router does; the file name exactly. Names that no row can hold (too long, or
+ * with a NUL, which PostgreSQL text refuses) are answered without asking the database.
+ */
+export async function findPublicFileByPath(db: Kysely<Database>, bucketName: string, fileName: string): Promise<Downloadable | undefined> {
+  if (bucketName.length > MAX_BUCKET_NAME_LENGTH || Buffer.byteLength(fileName, 'utf8') > MAX_FILE_NAME_BYTES) return undefined;
+  if (bucketName.includes('\0') || fileName.includes('\0')) return undefined;
+  return liveReadableFiles(db)
+    .where(sql`lower(buckets.name)`, '=', sql`lower(${bucketName})`)
+    .where('files.real_file_name', '=', fileName)
+    .executeTakeFirst();
+}
+
+/** The live file with this key, when its bucket is OpenToRead. */
+export async function findPublicFileByKey(db: Kysely<Database>, fileKey: number): Promise<Downloadable | undefined> {
+  return liveReadableFiles(db).where('files.file_key', '=', fileKey).executeTakeFirst();
+}

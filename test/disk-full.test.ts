@@ -1,0 +1,55 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { createTestDatabase } from './helpers/database.js';
+import { startServerProcess } from './helpers/process.js';
+import { onSmallDisk, whyNoSmallDisk } from './helpers/small-disk.js';
+import { upload } from './helpers/upload.js';
+
+const MiB = 1024 * 1024;
+const APP = { id: 'disk-full-app', secret: 'disk-full-secret-0123456789' };
+
+t.test('a disk that fills during an upload: 507, no partial file, the service keeps serving', { skip: whyNoSmallDisk() }, async (t) => {
+  const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-small-disk-'));
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-data-'));
+  t.teardown(() => Promise.all([rm(storageDir, { recursive: true, force: true }), rm(dataDir, { recursive: true, force: true })]));
+  const database = await createTestDatabase();
+  t.teardown(() => database.drop());
+  if (database.url) await database.handle.close();
+
+  // Only the server sees the 8 MiB disk mounted on its STORAGE_DIR; the database stays on the real one.
+  const server = await startServerProcess(
+    {
+      DATA_DIR: dataDir,
+      STORAGE_DIR: storageDir,
+      MIN_FREE_DISK_BYTES: '0',
+      BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`,
+      ...(database.url ? { DATABASE_URL: database.url } : {}),
+    },
+    onSmallDisk(storageDir, '8m'),
+  );
+  t.teardown(() => server.stop());
+  // The server's own view of its storage folder, mounts included.
+  const seenByServer = (sub: string) => readdir(path.join(`/proc/${server.child.pid}/root`, storageDir, sub), { recursive: true });
+
+  const form = (fields: Record<string, string>) => ({ method: 'POST', body: new URLSearchParams(fields) });
+  const token = ((await (await fetch(`${server.baseUrl}/API/AccessToken`, form({ AppId: APP.id, AppSecret: APP.secret }))).json()) as { AccessToken: string }).AccessToken;
+  const created = (await (await fetch(`${server.baseUrl}/API/CreateBucket`, form({ AccessToken: token, BucketName: `disk-full-${process.pid}`, OpenToRead: 'true', OpenToUpload: 'false' }))).json()) as { BucketId: number };
+  const params = { AccessToken: token, BucketId: created.BucketId, AliveDays: 1 };
+
+  const small = await upload({ baseUrl: server.baseUrl, before: params, fileName: 'fits.bin', size: MiB });
+  t.equal(small.body.Code, 0);
+  const objectsBefore = await seenByServer('objects');
+
+  const big = await upload({ baseUrl: server.baseUrl, before: params, fileName: 'too-big.bin', size: 16 * MiB });
+  t.equal(big.status, 507);
+  t.same(big.body, { Code: -1, Message: 'The storage is full; the file was not stored.' });
+  t.same(await seenByServer('tmp'), [], 'no partial file is left');
+  t.same(await seenByServer('objects'), objectsBefore, 'nothing new was stored');
+  const listed = (await (await fetch(`${server.baseUrl}/API/ViewAllFiles?AccessToken=${token}&BucketId=${created.BucketId}`)).json()) as { AllFiles: Array<{ RealFileName: string }> };
+  t.same(listed.AllFiles.map((f) => f.RealFileName), ['fits.bin'], 'no row for the refused file');
+
+  const after = await upload({ baseUrl: server.baseUrl, before: params, fileName: 'after.bin', size: MiB });
+  t.equal(after.body.Code, 0, 'the space is free again and uploads work');
+});
