@@ -11,10 +11,12 @@
  *   --duration=S     seconds per measured run of the concurrent cases
  *   --profile        run the service under `node --cpu-prof` and summarize where its time went
  *   --write-docs     copy this run's results into docs/benchmarks.md and docs/benchmarks.svg
+ *   --report=FILE    run nothing: print a saved results file (bench/results/latest.json) again;
+ *                    with --write-docs, copy it into the docs
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, rmSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -59,6 +61,8 @@ interface Cli {
   opts: Options;
   dbs: DatabaseKind[];
   writeDocs: boolean;
+  /** Render a saved results file instead of running. */
+  report?: string;
   profile: boolean;
 }
 
@@ -66,6 +70,7 @@ function usage(): never {
   process.stdout.write(
     [
       'Usage: npm run bench -- [--quick] [--postgres | --both] [--only=case,…] [--runs=N] [--duration=S] [--profile] [--write-docs]',
+      '       npm run bench -- --report=bench/results/latest.json [--write-docs]',
       `Cases: ${CASES.join(', ')}`,
       `PostgreSQL: BENCH_DATABASE_URL (default ${DEFAULT_DATABASE_URL}); the bench creates a database bench_<random> there and drops it after.`,
       '',
@@ -81,7 +86,7 @@ function parseCli(argv: string[]): Cli {
     if (!match) throw new Error(`Unknown argument: ${arg} (try --help)`);
     flags.set(match[1]!, match[2] ?? '');
   }
-  const known = ['quick', 'postgres', 'both', 'only', 'runs', 'duration', 'profile', 'write-docs', 'help'];
+  const known = ['quick', 'postgres', 'both', 'only', 'runs', 'duration', 'profile', 'write-docs', 'report', 'help'];
   for (const name of flags.keys()) if (!known.includes(name)) throw new Error(`Unknown flag: --${name} (try --help)`);
   if (flags.has('help')) usage();
   const quick = flags.has('quick');
@@ -113,7 +118,7 @@ function parseCli(argv: string[]): Cli {
     : flags.has('postgres') || process.env.BENCH_DATABASE_URL
       ? ['postgres']
       : ['embedded'];
-  return { opts, dbs, writeDocs: flags.has('write-docs'), profile: flags.has('profile') };
+  return { opts, dbs, writeDocs: flags.has('write-docs'), profile: flags.has('profile'), report: flags.get('report') || undefined };
 }
 
 /** The files the baselines serve: one large, 64 of 1 MiB and 64 of 1 KiB, made like the uploads. */
@@ -128,8 +133,20 @@ async function writeStaticFiles(dir: string, largeSize: number): Promise<StaticS
   return set;
 }
 
+/** Prints a saved run again and, with --write-docs, copies it into the docs; runs nothing. */
+async function renderSaved(file: string, toDocs: boolean): Promise<number> {
+  const results = JSON.parse(await readFile(file, 'utf8')) as BenchResults;
+  process.stdout.write(`${terminalReport(results)}\n`);
+  if (toDocs) {
+    await writeDocs(path.join(repoRoot, 'docs', 'benchmarks.md'), path.join(repoRoot, 'docs', 'benchmarks.svg'), results, 'benchmarks.svg');
+    process.stdout.write('docs/benchmarks.md and docs/benchmarks.svg updated\n');
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   const cli = parseCli(process.argv.slice(2));
+  if (cli.report) return renderSaved(cli.report, cli.writeDocs);
   const { opts } = cli;
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
   const started = Date.now();
