@@ -130,6 +130,8 @@ interface Variant {
   secondaryUnit?: string;
   /** PostgreSQL: the server processes serving the service's connections, to record their CPU too. */
   dbPids?: () => Promise<number[]>;
+  /** Untimed, before every run (warm-up included), outside the CPU accounting. */
+  prepare?(): Promise<void>;
   run(warmup: boolean): Promise<Outcome>;
 }
 
@@ -157,12 +159,14 @@ async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promi
   const samples = new Map<string, Entry>();
   for (const variant of variants) {
     samples.set(variant.name, { values: [], secondary: [], cores: [], main: [], client: [], db: [] });
+    await variant.prepare?.();
     const outcome = await variant.run(true);
     ctx.log(`  ${caseId}  ${variant.name}  warm-up: ${formatValue(outcome.value, variant.unit)}`);
   }
   for (let round = 0; round < ctx.opts.runs; round++) {
     for (let i = 0; i < variants.length; i++) {
       const variant = variants[(i + round) % variants.length]!;
+      await variant.prepare?.();
       const dbBefore = variant.dbPids ? cpuOfPids(await variant.dbPids()) : undefined;
       const cpuBefore = cpuSeconds(variant.pid);
       const mainBefore = processCpuSeconds(variant.pid, true);
@@ -632,6 +636,26 @@ async function prepareDownloads(ctx: Context, kind: FileKind, size: number, coun
   return sets;
 }
 
+/**
+ * Reads every file of a set once, untimed, so that each run starts from the page cache. Some
+ * machines evict idle page cache within seconds (e.g. a VM under DAMON-based reclaim); without
+ * this, a run would measure the disk or the cache depending on when the file was last read.
+ */
+function warmCache(origin: string, paths: readonly string[], onDone?: (index: number) => void): () => Promise<void> {
+  return async () => {
+    const client = newClient(origin);
+    try {
+      for (let index = 0; index < paths.length; index++) {
+        const reply = await download(client, paths[index]!);
+        if (reply.status !== 200) throw new Error(`GET ${paths[index]}: HTTP ${reply.status}`);
+        onDone?.(index);
+      }
+    } finally {
+      await client.close();
+    }
+  };
+}
+
 function downloadComparisons(ctx: Context, caseId: CaseId, title: string, metrics: Map<string, Metric>, target?: number, note?: string): void {
   for (const run of downloadable(ctx)) {
     const subject = metrics.get(serviceName(run));
@@ -661,9 +685,16 @@ export async function downloadLarge(ctx: Context): Promise<void> {
       pid: run.instance.child.pid,
       dbPids: run.dbPids,
       unit: 'MiB/s',
+      prepare: warmCache(run.instance.origin, [`/Download/FromKey/${file!.key}`], () => run.ledger.counted(file!.key)),
       run: single(run.instance.origin, `/Download/FromKey/${file!.key}`, () => run.ledger.counted(file!.key)),
     })),
-    ...staticVariants(ctx, (endpoint) => ({ name: endpoint.name, pid: endpoint.pid, unit: 'MiB/s', run: single(endpoint.origin, `/${ctx.staticSet.large}`) })),
+    ...staticVariants(ctx, (endpoint) => ({
+      name: endpoint.name,
+      pid: endpoint.pid,
+      unit: 'MiB/s',
+      prepare: warmCache(endpoint.origin, [`/${ctx.staticSet.large}`]),
+      run: single(endpoint.origin, `/${ctx.staticSet.large}`),
+    })),
   ];
   const metrics = await measure(ctx, 'download-large', variants);
   downloadComparisons(ctx, 'download-large', `Download ${sizeLabel(opts.largeSize)}, 1 stream`, metrics, 0.9);
@@ -697,6 +728,7 @@ export async function download1m(ctx: Context): Promise<void> {
       unit: 'files/s',
       secondaryUnit: 'MiB/s',
       // By InternetPath: /<BucketName>/<RealFileName>.
+      prepare: warmCache(run.instance.origin, files.map((file) => file.path), (index) => run.ledger.counted(files[index]!.key)),
       run: loop(run.instance.origin, files.map((file) => file.path), (index) => run.ledger.counted(files[index]!.key)),
     })),
     ...staticVariants(ctx, (endpoint) => ({
@@ -704,6 +736,7 @@ export async function download1m(ctx: Context): Promise<void> {
       pid: endpoint.pid,
       unit: 'files/s',
       secondaryUnit: 'MiB/s',
+      prepare: warmCache(endpoint.origin, ctx.staticSet.mib.map((name) => `/${name}`)),
       run: loop(endpoint.origin, ctx.staticSet.mib.map((name) => `/${name}`)),
     })),
   ];
@@ -734,12 +767,14 @@ export async function download1k(ctx: Context): Promise<void> {
       pid: run.instance.child.pid,
       dbPids: run.dbPids,
       unit: 'req/s',
+      prepare: warmCache(run.instance.origin, files.map((file) => `/Download/FromKey/${file.key}`), (index) => run.ledger.counted(files[index]!.key)),
       run: burst(run.instance.origin, files.map((file) => `/Download/FromKey/${file.key}`), files.map((file) => file.key)),
     })),
     ...staticVariants(ctx, (endpoint) => ({
       name: endpoint.name,
       pid: endpoint.pid,
       unit: 'req/s',
+      prepare: warmCache(endpoint.origin, ctx.staticSet.kib.map((name) => `/${name}`)),
       run: burst(endpoint.origin, ctx.staticSet.kib.map((name) => `/${name}`)),
     })),
   ];
