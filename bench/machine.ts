@@ -39,7 +39,13 @@ async function disk(dir: string): Promise<string> {
   if (!mount) return size || 'unknown';
   const base = path.basename(mount.device).replace(/p?\d+$/, '');
   const rotational = read(`/sys/block/${base}/queue/rotational`).trim();
-  const kind = rotational === '0' ? 'SSD or virtual disk' : rotational === '1' ? 'rotating disk' : '';
+  const kind = base.startsWith('vd')
+    ? 'virtio virtual disk'
+    : rotational === '0'
+      ? 'non-rotating (SSD or virtual)'
+      : rotational === '1'
+        ? 'reports itself as rotating'
+        : '';
   return [`${mount.device} (${mount.type}) at ${mount.mountPoint}`, size, kind].filter(Boolean).join(', ');
 }
 
