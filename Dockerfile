@@ -1,6 +1,9 @@
 # syntax=docker/dockerfile:1
+# Node 26 is the Active LTS line; the test suite also runs on Node 20 (package.json engines).
+ARG NODE_IMAGE=node:26-trixie-slim
+
 # Build stage: full dependencies, compile TypeScript.
-FROM node:24-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,12 +14,13 @@ COPY db ./db
 RUN npm run build
 
 # Production dependencies only.
-FROM node:24-bookworm-slim AS deps
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
-FROM node:24-bookworm-slim
+# Configuration comes from the environment only (see the README); nothing is baked in but defaults.
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production \
     PORT=3000 \
     HOST=0.0.0.0 \
@@ -25,10 +29,13 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+# The base image's unprivileged user owns the data folder and nothing else.
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 3000
-HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+# SIGTERM starts the graceful shutdown: give the container SHUTDOWN_GRACE_SECONDS + 5 s before SIGKILL.
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 CMD ["node", "dist/src/server.js"]

@@ -18,10 +18,11 @@ export default fp(
     await fastify.register(fastifyStatic, { serve: false });
     const counter = new DownloadCounter(fastify.db);
     fastify.decorate('downloadCounter', counter);
+    fastify.metrics.counterFlushLagSource = () => counter.lagSeconds();
     // Runs after the server has stopped and its requests have finished: their counts are written.
     fastify.addHook('onClose', async () => {
       await counter.flush().catch((error: unknown) => fastify.log.error({ err: error }, 'download counts were not written at shutdown'));
     });
   },
-  { name: 'downloads', fastify: '5.x', dependencies: ['db'] },
+  { name: 'downloads', fastify: '5.x', dependencies: ['db', 'metrics'] },
 );

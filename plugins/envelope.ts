@@ -11,6 +11,9 @@ import { ApiError, VALIDATION_MESSAGE, type Envelope } from '../src/errors.js';
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
 const UNREACHABLE_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Client has encountered a connection error/i, /Cannot use a pool after calling end/i];
 
+/** @fastify/under-pressure's error: the process is shedding load. */
+const OVERLOADED = 'FST_UNDER_PRESSURE';
+
 export function isDatabaseUnreachable(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
@@ -27,6 +30,9 @@ function envelopeFor(error: FastifyError | ApiError | Error, request: FastifyReq
   const e = error as FastifyError & { code?: string };
   if (e.code === 'ENOSPC') {
     return { status: 507, body: { Code: -1, Message: 'The storage is full; the file was not stored.' } };
+  }
+  if (e.code === OVERLOADED) {
+    return { status: 503, body: { Code: -1, Message: 'The service is overloaded right now; try again shortly.' } };
   }
   if (isDatabaseUnreachable(e)) {
     return { status: 503, body: { Code: -1, Message: 'The database is unreachable right now; try again shortly.' } };
@@ -81,6 +87,8 @@ export default fp(
   async (fastify) => {
     fastify.setErrorHandler((error, request, reply) => {
       const { status, body } = envelopeFor(error as Error, request);
+      // Shed requests are counted in /metrics; a log line each would add load when there is too much.
+      if ((error as FastifyError).code === OVERLOADED) return sendEnvelope(reply, status, body);
       if (status >= 500) request.log.error({ err: error }, 'request failed');
       else if (!(error instanceof ApiError)) request.log.info({ err: { code: (error as FastifyError).code, message: (error as Error).message } }, 'request refused');
       return sendEnvelope(reply, status, body);

@@ -12,7 +12,10 @@ export default fp(
       stop = startJobs(
         [
           orphanSweepJob(fastify.db, fastify.storage),
-          expirySweepJob(fastify.db, (keys) => fastify.dropBlobs(keys, fastify.log), fastify.config.sweepIntervalSeconds),
+          expirySweepJob(fastify.db, (keys) => fastify.dropBlobs(keys, fastify.log), fastify.config.sweepIntervalSeconds, {
+            runs: fastify.metrics.sweeperRuns,
+            filesRemoved: fastify.metrics.sweeperFilesRemoved,
+          }),
           downloadFlushJob(fastify.downloadCounter),
         ],
         fastify.log,
@@ -22,5 +25,5 @@ export default fp(
       await stop?.();
     });
   },
-  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'downloads'] },
+  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'downloads', 'metrics'] },
 );

@@ -25,6 +25,18 @@ export interface Config {
   readonly logLevel: string;
   /** Requests per minute and client address on the AccessToken endpoint. */
   readonly tokenRateLimitPerMinute: number;
+  /** Requests per minute and client address on every other route; 0 turns the limit off. */
+  readonly rateLimitPerMinute: number;
+  /** How long in-flight requests may finish after SIGTERM/SIGINT before their connections are closed. */
+  readonly shutdownGraceSeconds: number;
+  /** A client must have sent its request line and headers within this time. */
+  readonly headersTimeoutSeconds: number;
+  /** A connection on which no byte moves either way for this long is closed (a stalled upload or reader). */
+  readonly idleTimeoutSeconds: number;
+  /** Load shedding: new requests get 503 while any of these is exceeded; 0 leaves that one unchecked. */
+  readonly maxEventLoopDelayMs: number;
+  readonly maxHeapUsedBytes: number;
+  readonly maxRssBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -136,5 +148,14 @@ export function loadConfig(env: Env = process.env): Config {
     adminKey,
     logLevel,
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
+    // Generous: one page may embed hundreds of downloads from one address.
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 100_000_000),
+    // Kubernetes sends SIGKILL 30 s after SIGTERM by default; the rest of the shutdown fits in the gap.
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 25, 1, 3600),
+    headersTimeoutSeconds: integer(env, 'HEADERS_TIMEOUT_SECONDS', 30, 1, 3600),
+    idleTimeoutSeconds: integer(env, 'IDLE_TIMEOUT_SECONDS', 120, 1, 24 * 3600),
+    maxEventLoopDelayMs: integer(env, 'MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 3_600_000),
+    maxHeapUsedBytes: integer(env, 'MAX_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
+    maxRssBytes: integer(env, 'MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
   });
 }

@@ -1,8 +1,14 @@
+import closeWithGrace from 'close-with-grace';
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { connectDatabase } from '../db/connect.js';
 import { prepareDatabase } from './services/startup.js';
 import type { AppCredentials } from './services/apps.js';
+
+/** After the grace period: time left for the jobs to stop, counts to flush and the database to close. */
+const CLOSE_TIMEOUT_MS = 5_000;
+/** Node keeps a keep-alive connection open after a response that ends during shutdown; close those this often. */
+const IDLE_SWEEP_INTERVAL_MS = 250;
 
 function announceFirstStartApp(app: AppCredentials, config: Config): void {
   // Printed once, straight to the terminal and not through the logger: it is the only time this
@@ -37,21 +43,30 @@ async function main(): Promise<void> {
   const firstApp = await prepareDatabase(database.db, config);
   const app = await buildApp({ config, database });
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
+  /**
+   * On SIGTERM/SIGINT (or an uncaught error): /ready turns 503 at once and the listener closes;
+   * in-flight requests get the grace period, then their connections are closed; then the onClose
+   * hooks run (uploads settle, jobs stop and flush) and the database closes last. A second signal,
+   * or a close that overruns by CLOSE_TIMEOUT_MS, exits at once with code 1.
+   */
+  const graceMs = config.shutdownGraceSeconds * 1000;
+  closeWithGrace({ delay: graceMs + CLOSE_TIMEOUT_MS, logger: app.log }, async ({ signal, err }) => {
     app.lifecycle.shuttingDown = true;
-    app.log.info({ signal }, 'shutting down');
+    if (err) app.log.error({ err }, 'shutting down after an unexpected error');
+    else app.log.info({ signal, graceSeconds: config.shutdownGraceSeconds }, 'shutting down');
+    const idleSweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_INTERVAL_MS);
+    const deadline = setTimeout(() => {
+      app.log.warn('grace period over: closing the connections still open');
+      app.server.closeAllConnections();
+    }, graceMs);
     try {
       await app.close();
     } finally {
+      clearInterval(idleSweep);
+      clearTimeout(deadline);
       await database.close();
     }
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 
   await app.listen({ port: config.port, host: config.host });
   if (firstApp) announceFirstStartApp(firstApp, config);

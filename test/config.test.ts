@@ -13,6 +13,13 @@ t.test('defaults', async (t) => {
   t.equal(config.tokenLifetimeSeconds, 1200);
   t.equal(config.sweepIntervalSeconds, 600);
   t.equal(config.trustProxy, false);
+  t.equal(config.rateLimitPerMinute, 6000);
+  t.equal(config.shutdownGraceSeconds, 25);
+  t.equal(config.headersTimeoutSeconds, 30);
+  t.equal(config.idleTimeoutSeconds, 120);
+  t.equal(config.maxEventLoopDelayMs, 1000);
+  t.equal(config.maxHeapUsedBytes, 0);
+  t.equal(config.maxRssBytes, 0);
   t.same(config.bootstrapApps, []);
   t.ok(Object.isFrozen(config));
 });
@@ -51,6 +58,12 @@ t.test('a bad value names its variable and never echoes a secret', async (t) => 
     [{ BOOTSTRAP_APPS: 'no-secret-here' }, /^BOOTSTRAP_APPS entry 1 must be appId:appSecret/],
     [{ BOOTSTRAP_APPS: 'ok:long-enough-secret-1,bad id:long-enough-secret-2' }, /^BOOTSTRAP_APPS entry 2 must be/],
     [{ DATABASE_URL: 'mysql://root:hunter2@db/x' }, /^DATABASE_URL must be a postgres/],
+    [{ RATE_LIMIT_PER_MINUTE: '-5' }, /^RATE_LIMIT_PER_MINUTE must be a whole number/],
+    [{ MAX_EVENT_LOOP_DELAY_MS: 'high' }, /^MAX_EVENT_LOOP_DELAY_MS must be a whole number/],
+    [{ MAX_RSS_BYTES: '1e9' }, /^MAX_RSS_BYTES must be a whole number/],
+    [{ SHUTDOWN_GRACE_SECONDS: '0' }, /^SHUTDOWN_GRACE_SECONDS must be between 1 and 3600/],
+    [{ HEADERS_TIMEOUT_SECONDS: '0' }, /^HEADERS_TIMEOUT_SECONDS must be between 1 and 3600/],
+    [{ IDLE_TIMEOUT_SECONDS: '2m' }, /^IDLE_TIMEOUT_SECONDS must be a whole number/],
   ];
   for (const [env, message] of cases) {
     const error = (() => {

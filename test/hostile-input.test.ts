@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { InjectOptions } from 'fastify';
 import t from 'tap';
 import { createApp } from '../src/services/apps.js';
@@ -162,6 +163,38 @@ t.test('the battery', async (t) => {
   add('a garbage request line', () => rawRequest(baseUrl, 'HELLO THERE\r\n\r\n'), { status: 400, Code: -10 });
   add('an invalid header', () => rawRequest(baseUrl, 'GET /health HTTP/1.1\r\nHost: x\r\nBad Header: y\r\nConnection: close\r\n\r\n'), { status: 400, Code: -10 });
 
+  // Download paths: traversal in every spelling, encoded separators, NUL, overlong and fullwidth forms.
+  // The private bucket's file is never served, and nothing outside the store is ever opened.
+  const NOT_FOUND = { status: 404, Code: -1 } as const;
+  const downloadTricks = [
+    `/${bucketName}/kept.txt`,
+    `/Download/FromKey/${fileKey}`,
+    `/${bucketName}/..%2F..%2F..%2Fetc%2Fpasswd`,
+    `/${bucketName}/%2e%2e%2f%2e%2e%2fetc%2fpasswd`,
+    `/${bucketName}/%252e%252e%252fetc%252fpasswd`,
+    `/${bucketName}/..%5C..%5Cwindows%5Cwin.ini`,
+    `/${bucketName}/kept.txt%00.png`,
+    `/${bucketName}/%C0%AE%C0%AE%C0%AFetc%C0%AFpasswd`,
+    `/${bucketName}/%EF%BC%8E%EF%BC%8E%EF%BC%8Fetc%EF%BC%8Fpasswd`,
+    `/${bucketName}/${'a'.repeat(3000)}`,
+    '/..%2F..%2Fetc/passwd',
+    '/%2e%2e/%2e%2e/etc/passwd',
+    '//etc/passwd',
+    '/Download/FromKey/..%2F1',
+    `/Download/FromKey/${fileKey}%00.png`,
+    '/Download/FromKey/-1',
+    '/Download/FromKey/99999999999999999999',
+    '/Download/FromSecret?sec=..%2F..%2Fetc%2Fpasswd',
+    '/Download/FromSecret?sec=',
+    '/Secret/Generate?AccessToken=forged&Id=1',
+  ];
+  for (const url of downloadTricks) {
+    const expect = url.startsWith('/Secret/') ? BAD_TOKEN : url.includes('%C0%AE') ? { status: 400, Code: -10 } : NOT_FOUND;
+    add(`download ${url.slice(0, 60)}`, get(url), expect);
+  }
+  const manyRanges = `bytes=${Array.from({ length: 500 }, (_, i) => `${i * 2}-${i * 2}`).join(',')}`;
+  add('many ranges on a private file', () => inject({ url: `/Download/FromKey/${fileKey}`, headers: { range: manyRanges } }), NOT_FOUND);
+
   // Auth: forged, truncated, expired and other apps' tokens on every operation that takes one.
   const forged = 'A'.repeat(43);
   const truncated = owner.token.slice(0, 20);
@@ -191,6 +224,13 @@ t.test('the battery', async (t) => {
 
   t.ok(cases.length >= 100, `${cases.length} distinct cases`);
   await runCases(t, service, cases);
+
+  // Many ranges on a public file: the whole file once, never a response built of 500 parts.
+  const publicFile = await upload({ baseUrl, before: { AccessToken: other.token, BucketId: otherBucketId, AliveDays: 1 }, fileName: 'public.txt', size: 5000 });
+  const ranged = await service.app.inject({ url: `/Download/FromKey/${publicFile.body.FileKey}`, headers: { range: manyRanges } });
+  t.equal(ranged.statusCode, 200);
+  t.equal(ranged.rawPayload.length, 5000);
+  t.equal(createHash('sha256').update(ranged.rawPayload).digest('hex'), publicFile.sha256);
 
   // The stored file is untouched by all of it.
   const row = await service.app.db.selectFrom('files').select('sha256').where('file_key', '=', fileKey).executeTakeFirst();

@@ -99,6 +99,9 @@ t.test('the token endpoint is rate limited per client address', async (t) => {
   t.equal(limited.json().Code, -1);
   t.match(limited.json().Message, /^Too many requests; try again in \d+ seconds\.$/);
   t.ok(Number(limited.headers['retry-after']) > 0, 'Retry-After is set');
+  const byGet = await service.app.inject({ url: `/API/AccessToken?AppId=${appId}&AppSecret=${appSecret}` });
+  t.equal(byGet.statusCode, 429, 'GET shares the allowance of POST');
+  t.equal((await service.app.inject({ method: 'HEAD', url: '/API/AccessToken' })).statusCode, 429, 'and so does HEAD');
   const otherClient = await service.app.inject({
     method: 'POST',
     url: '/API/AccessToken',

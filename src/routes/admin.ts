@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { failure } from '../errors.js';
 import { createApp } from '../services/apps.js';
 import { hashSecret, sameSecret } from '../services/secrets.js';
+import { envelopeSchema } from './schemas.js';
 
 /** Operator routes; registered only when ADMIN_KEY is set. */
 export default async function adminRoutes(fastify: FastifyInstance, options: { adminKey: string }): Promise<void> {
@@ -18,7 +19,22 @@ export default async function adminRoutes(fastify: FastifyInstance, options: { a
 
   fastify.post(
     '/Admin/CreateApp',
-    { config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 } } },
+    {
+      config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 } },
+      schema: {
+        summary: 'Create an app; its AppSecret is shown only in this answer.',
+        tags: ['Admin'],
+        security: [{ adminKey: [] }],
+        response: {
+          200: {
+            type: 'object',
+            properties: { AppId: { type: 'string' }, AppSecret: { type: 'string' }, Code: { type: 'integer' }, Message: { type: 'string' } },
+            required: ['AppId', 'AppSecret', 'Code', 'Message'],
+          },
+          401: envelopeSchema,
+        },
+      },
+    },
     async () => {
       const app = await createApp(fastify.db);
       return { AppId: app.appId, AppSecret: app.appSecret, Code: 0, Message: 'Successfully created the app.' };

@@ -9,6 +9,7 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
     name: 'DeleteApp',
     method: 'POST',
     summary: 'Delete the token’s app with its buckets, files, tokens and download secrets.',
+    tag: 'Apps and tokens',
     params: {
       AccessToken: accessTokenParam(),
       AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { accessTokenParam as accessToken } from '../../plugins/auth.js';
 import { defineOperation, field, MAX_ID } from '../../plugins/validation.js';
+import { bucketFields, bucketSchema } from './schemas.js';
 import {
   bucketNameProblem,
   createBucket,
@@ -19,6 +20,8 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     name: 'CreateBucket',
     method: 'POST',
     summary: 'Create a bucket owned by the token’s app.',
+    tag: 'Buckets',
+    response: { BucketId: { type: 'integer' } },
     params: {
       AccessToken: accessToken(),
       BucketName: bucketName('5 to 25 of A-Z a-z 0-9 . _ -, unique across all apps.'),
@@ -40,6 +43,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     name: 'EditBucket',
     method: 'POST',
     summary: 'Rename a bucket of the token’s app and set both of its flags.',
+    tag: 'Buckets',
     params: {
       AccessToken: accessToken(),
       BucketId: bucketId(),
@@ -62,6 +66,8 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     name: 'ViewBucketDetail',
     method: 'GET',
     summary: 'One bucket’s fields; needs no token.',
+    tag: 'Buckets',
+    response: bucketFields,
     params: { BucketId: bucketId() },
     handler: async ({ BucketId }) => ({
       ...(await viewBucket(fastify.db, BucketId)),
@@ -73,6 +79,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     name: 'DeleteBucket',
     method: 'POST',
     summary: 'Delete a bucket of the token’s app with all its files.',
+    tag: 'Buckets',
     params: { AccessToken: accessToken(), BucketId: bucketId() },
     handler: async ({ AccessToken, BucketId }, request) => {
       const appId = await fastify.appForToken(AccessToken);
@@ -85,6 +92,8 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     name: 'ViewMyBuckets',
     method: 'GET',
     summary: 'The token’s app and its buckets, ordered by BucketId.',
+    tag: 'Buckets',
+    response: { AppId: { type: 'string' }, Buckets: { type: 'array', items: bucketSchema } },
     params: { AccessToken: accessToken() },
     handler: async ({ AccessToken }) => {
       const appId = await fastify.appForToken(AccessToken);

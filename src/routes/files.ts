@@ -4,6 +4,7 @@ import { defineOperation, field, MAX_ID } from '../../plugins/validation.js';
 import { invalidInput } from '../errors.js';
 import { deleteFile, fileView, findLiveFile, findLiveFiles, listBucketFiles } from '../services/files.js';
 import { publicBaseUrl } from './public-url.js';
+import { fileSchema } from './schemas.js';
 
 export const MAX_IDS = 1000;
 
@@ -27,6 +28,8 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     name: 'ViewOneFile',
     method: 'GET',
     summary: 'One live file by its FileKey; no token needed.',
+    tag: 'Files',
+    response: { File: fileSchema },
     params: { FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
     handler: async ({ FileKey }, request) => {
       const row = await findLiveFile(fastify.db, FileKey);
@@ -38,6 +41,8 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     name: 'ViewMultiFiles',
     method: 'GET',
     summary: 'Live files by comma-separated FileKeys, in the order asked; unknown ones are left out.',
+    tag: 'Files',
+    response: { Items: { type: 'array', items: fileSchema } },
     params: { Ids: field.text({ maxLength: 64 * 1024 }) },
     handler: async ({ Ids }, request) => {
       const rows = await findLiveFiles(fastify.db, parseIds(Ids));
@@ -50,6 +55,8 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     name: 'ViewAllFiles',
     method: 'GET',
     summary: "A bucket's live files: the owner's, or any app's when the bucket is OpenToRead.",
+    tag: 'Files',
+    response: { BucketId: { type: 'integer' }, AllFiles: { type: 'array', items: fileSchema } },
     params: { AccessToken: accessTokenParam(), BucketId: field.integer({ minimum: 1, maximum: MAX_ID }) },
     handler: async ({ AccessToken, BucketId }, request) => {
       const appId = await fastify.appForToken(AccessToken);
@@ -63,6 +70,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     name: 'DeleteFile',
     method: 'POST',
     summary: "Deletes one of the app's own files; it stops being served at once.",
+    tag: 'Files',
     params: { AccessToken: accessTokenParam(), FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
     handler: async ({ AccessToken, FileKey }, request) => {
       const appId = await fastify.appForToken(AccessToken);

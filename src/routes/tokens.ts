@@ -7,15 +7,23 @@ import { issueToken } from '../services/tokens.js';
 
 /** GET or POST /API/AccessToken: AppId and AppSecret → a short-lived AccessToken. */
 export default async function tokenRoutes(fastify: FastifyInstance): Promise<void> {
+  // One allowance for GET, POST and HEAD together: a route-level limit would give each its own.
+  const limit = fastify.rateLimit({ max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 });
   defineOperation(fastify, {
     name: 'AccessToken',
     method: ['GET', 'POST'],
     summary: 'Exchange an AppId and AppSecret for an AccessToken.',
+    tag: 'Apps and tokens',
+    response: {
+      AccessToken: { type: 'string', description: 'Send it as the AccessToken parameter.' },
+      DeadTime: { type: 'string', format: 'date-time', description: 'When the token stops working.' },
+    },
     params: {
       AppId: field.text({ maxLength: 64, description: 'The app to act as.' }),
       AppSecret: field.text({ maxLength: 512, description: 'The secret given when the app was created.' }),
     },
-    config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 } },
+    config: { rateLimit: false },
+    onRequest: limit,
     handler: async ({ AppId, AppSecret }) => {
       // One answer for an unknown app and a wrong secret: the reply must not reveal which.
       const valid = APP_ID_PATTERN.test(AppId) && (await verifyAppSecret(fastify.db, AppId, AppSecret));

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { accessTokenParam } from '../../plugins/auth.js';
-import { bindParameters, field, MAX_ID, type Bound, type Source } from '../../plugins/validation.js';
+import { bindParameters, envelopeResponses, field, MAX_ID, parametersSchema, type Bound, type Source } from '../../plugins/validation.js';
 import { ApiError, failure, invalidInput } from '../errors.js';
 import { BlobTooLargeError, type IncomingBlob } from '../storage/blob-store.js';
 import { sanitizeFileName } from '../services/file-names.js';
@@ -79,7 +79,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     return { key: `${bound.AccessToken}\n${bound.BucketId}`, target: await authorizeUpload(fastify.db, appId, bound.BucketId) };
   };
 
-  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' } }, async (request: FastifyRequest) => {
+  const receiveUpload = async (request: FastifyRequest) => {
     if (!request.isMultipart()) {
       throw invalidInput(['The request must be multipart/form-data with one file part.']);
     }
@@ -154,6 +154,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
 
       const { target } = early && early.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound);
       const stored = await storeUpload(fastify.db, (keys) => fastify.dropBlobs(keys, request.log), { target, blob, fileName, aliveDays: bound.AliveDays });
+      fastify.metrics.uploadedBytes.inc(blob.size);
       blob = undefined;
       return {
         FileKey: stored.fileKey,
@@ -165,6 +166,42 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
       // Anything not handed over to a committed row leaves no bytes behind.
       await blob?.discard();
     }
+  };
+
+  /**
+   * Uploads still running. A shutdown cuts their connections after its grace period, then waits here
+   * before the database closes, so each one either commits its row or removes its bytes.
+   */
+  const running = new Set<Promise<unknown>>();
+  fastify.addHook('onClose', async () => {
+    await Promise.allSettled(running);
+  });
+
+  const schema = {
+    summary: 'Upload one file into a bucket; its bytes stream to disk.',
+    description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part.',
+    tags: ['Files'],
+    querystring: parametersSchema(params),
+    body: {
+      content: {
+        'multipart/form-data': {
+          schema: parametersSchema({}, { File: { type: 'string', format: 'binary', description: 'Exactly one file part, under any field name.' } }),
+        },
+      },
+    },
+    response: envelopeResponses({ FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } }),
+  };
+
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' }, schema }, (request) => {
+    const upload = receiveUpload(request);
+    running.add(upload);
+    fastify.metrics.uploadsInFlight.inc();
+    const settled = () => {
+      running.delete(upload);
+      fastify.metrics.uploadsInFlight.dec();
+    };
+    upload.then(settled, settled);
+    return upload;
   });
 
   function tryBind(query: Source, fields: Source): UploadParams | undefined {

@@ -15,6 +15,8 @@ export interface UploadSpec {
   fileParts?: number;
   /** Destroy the connection once this many body bytes were sent. */
   abortAfterBytes?: number;
+  /** Stop sending, without closing, once this many body bytes were sent: a client that stalls. */
+  stallAfterBytes?: number;
   /** Pause between chunks, to keep an upload in flight for a while. */
   chunkDelayMs?: number;
 }
@@ -99,6 +101,7 @@ export function upload(spec: UploadSpec): Promise<UploadResult> {
             request.destroy(new Error('client aborted the upload'));
             return;
           }
+          if (spec.stallAfterBytes !== undefined && sent + chunk.length > spec.stallAfterBytes) return;
           sent += chunk.length;
           if (!request.write(chunk)) await new Promise((r) => request.once('drain', r));
           if (request.destroyed) return;
