@@ -1,0 +1,72 @@
+/**
+ * Baseline: the database work of one upload, alone. POST /commit runs what the service does in
+ * the database for each UploadFile, through the service's own functions (token lookup, bucket
+ * authorization, the insert transaction of storeUpload), with no multipart, no file and no fsync
+ * of bytes: how many uploads per second the database lets through, the "commit floor".
+ *
+ * On PostgreSQL it shares the bench's database with the service (its own app and bucket); the
+ * embedded database cannot be opened by two processes, so it gets its own PGlite in BENCH_DATA_DIR.
+ *
+ * Run as a child process by the bench: prints {"port":N} once it listens.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { connectDatabase } from '../../db/connect.js';
+import { migrateToLatest } from '../../db/migrate.js';
+import type { IncomingBlob } from '../../src/storage/blob-store.js';
+import { createApp } from '../../src/services/apps.js';
+import { createBucket } from '../../src/services/buckets.js';
+import { appIdForToken, issueToken } from '../../src/services/tokens.js';
+import { authorizeUpload, storeUpload } from '../../src/services/uploads.js';
+
+const databaseUrl = process.env.BENCH_DATABASE_URL || undefined;
+const dataDir = process.env.BENCH_DATA_DIR ?? '';
+if (!databaseUrl && !dataDir) throw new Error('BENCH_DATABASE_URL or BENCH_DATA_DIR is required');
+
+const database = await connectDatabase({ databaseUrl, dataDir });
+const { db } = database;
+await migrateToLatest(db as never);
+const { appId } = await createApp(db);
+const { accessToken } = await issueToken(db, appId, 24 * 3600);
+const bucketId = await createBucket(db, appId, { name: `floor-${randomBytes(4).toString('hex')}`, openToRead: true, openToUpload: false });
+
+/** Bytes that are "already durable": the floor leaves the disk out. */
+function blob(): IncomingBlob {
+  return {
+    storageKey: randomBytes(16).toString('hex'),
+    size: 1024,
+    sha256: randomBytes(32).toString('hex'),
+    commit: async () => {},
+    discard: async () => {},
+  };
+}
+
+let sequence = 0;
+const server = http.createServer((request, response) => {
+  if (request.method !== 'POST' || !request.url?.startsWith('/commit')) {
+    response.writeHead(404).end();
+    return;
+  }
+  request.resume();
+  (async () => {
+    const app = await appIdForToken(db, accessToken);
+    if (!app) throw new Error('token refused');
+    const target = await authorizeUpload(db, app, bucketId);
+    const stored = await storeUpload(db, async () => {}, { target, blob: blob(), fileName: `floor-${++sequence}.bin`, aliveDays: 1 });
+    return stored.fileKey;
+  })().then(
+    (fileKey) => {
+      const body = JSON.stringify({ fileKey });
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+    },
+    (error: Error) => {
+      response.writeHead(500, { 'content-type': 'text/plain' }).end(error.message);
+    },
+  );
+});
+server.keepAliveTimeout = 72_000;
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`);
+});
+process.on('SIGTERM', () => server.close(() => void database.close().finally(() => process.exit(0))));

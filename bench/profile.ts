@@ -1,0 +1,97 @@
+/**
+ * Summary of a V8 CPU profile (`node --cpu-prof`) of the service's main thread: self time by
+ * where the code comes from (service code, a package, Node.js internals, the embedded database's
+ * WebAssembly, garbage collection, idle) and the functions that take most of it.
+ */
+import { readFile } from 'node:fs/promises';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface ProfileSummary {
+  totalMs: number;
+  categories: Array<{ name: string; ms: number; share: number }>;
+  functions: Array<{ name: string; where: string; category: string; ms: number; share: number }>;
+}
+
+function category(frame: ProfileNode['callFrame']): string {
+  const { functionName, url } = frame;
+  if (!url) {
+    if (functionName === '(idle)') return 'idle (waiting for I/O)';
+    if (functionName === '(garbage collector)') return 'garbage collection';
+    if (functionName === '(program)') return 'V8 / native (program)';
+    if (/^\$|wasm/i.test(functionName)) return 'PGlite (WebAssembly)';
+    return 'native';
+  }
+  if (url.startsWith('wasm://')) return 'PGlite (WebAssembly)';
+  if (url.startsWith('node:')) return 'Node.js internals';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1] === '@electric-sql/pglite' ? 'PGlite (JavaScript)' : pkg[1]!;
+  if (/\/dist\/(src|plugins|db)\//.test(url)) return 'service code';
+  return 'other';
+}
+
+function where(frame: ProfileNode['callFrame']): string {
+  if (!frame.url) return '';
+  const short = frame.url.replace(/^file:\/\//, '').replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, 'dist/');
+  return `${short}:${frame.lineNumber + 1}`;
+}
+
+export async function summarizeProfile(file: string, top = 15): Promise<ProfileSummary> {
+  const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const selfUs = new Map<number, number>();
+  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  let total = 0;
+  const categories = new Map<string, number>();
+  const functions = new Map<string, { name: string; where: string; category: string; us: number }>();
+  for (const [id, us] of selfUs) {
+    const node = byId.get(id);
+    if (!node || node.callFrame.functionName === '(root)') continue;
+    total += us;
+    const cat = category(node.callFrame);
+    categories.set(cat, (categories.get(cat) ?? 0) + us);
+    const name = node.callFrame.functionName || '(anonymous)';
+    const key = `${name}@${where(node.callFrame)}`;
+    const entry = functions.get(key) ?? { name, where: where(node.callFrame), category: cat, us: 0 };
+    entry.us += us;
+    functions.set(key, entry);
+  }
+  return {
+    totalMs: total / 1000,
+    categories: [...categories]
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, us]) => ({ name, ms: us / 1000, share: us / total })),
+    functions: [...functions.values()]
+      .filter((entry) => !entry.category.startsWith('idle'))
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map((entry) => ({ name: entry.name, where: entry.where, category: entry.category, ms: entry.us / 1000, share: entry.us / total })),
+  };
+}
+
+export function profileMarkdown(title: string, summary: ProfileSummary): string {
+  const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
+  return [
+    `### ${title}`,
+    '',
+    `Main-thread samples: ${(summary.totalMs / 1000).toFixed(1)} s.`,
+    '',
+    '| Where | Self time | Share |',
+    '|---|---:|---:|',
+    ...summary.categories.map((c) => `| ${c.name} | ${c.ms.toFixed(0)} ms | ${pct(c.share)} |`),
+    '',
+    '| Function | Location | Self time | Share |',
+    '|---|---|---:|---:|',
+    ...summary.functions.map((f) => `| ${f.name} | ${f.where || f.category} | ${f.ms.toFixed(0)} ms | ${pct(f.share)} |`),
+    '',
+  ].join('\n');
+}
