@@ -151,6 +151,10 @@ t.test('a refused upload whose token and bucket come first writes no bytes', asy
     t.same(viaQuery.body, { Code: -1, Message: message });
     const viaFields = await upload({ baseUrl, before: params, fileName: 'refused.bin', size: 4 * MiB });
     t.same(viaFields.body, { Code: -1, Message: message });
+    // AliveDays does not decide a refusal: token and bucket before the file are enough.
+    const { AliveDays, ...authorizing } = params;
+    const daysAfter = await upload({ baseUrl, before: authorizing, after: { AliveDays }, fileName: 'refused.bin', size: 4 * MiB });
+    t.same(daysAfter.body, { Code: -1, Message: message });
   }
   await sleep(100);
   t.same(created, [], 'nothing was created under the storage folder');

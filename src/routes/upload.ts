@@ -17,6 +17,9 @@ const params = {
   AliveDays: field.integer({ minimum: 1, maximum: 18250 }),
 };
 type UploadParams = Bound<typeof params>;
+/** What decides whether an upload is refused: known before the file part, no byte is stored. */
+const authorizing = { AccessToken: params.AccessToken, BucketId: params.BucketId };
+type Authorizing = Bound<typeof authorizing>;
 
 /** Room for the multipart framing and the small fields around the file. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
@@ -74,7 +77,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
   });
 
   /** Authorizes once the parameters are known; the result is reused if they do not change. */
-  const authorize = async (bound: UploadParams): Promise<{ key: string; target: UploadTarget }> => {
+  const authorize = async (bound: Authorizing): Promise<{ key: string; target: UploadTarget }> => {
     const appId = await fastify.appForToken(bound.AccessToken);
     return { key: `${bound.AccessToken}\n${bound.BucketId}`, target: await authorizeUpload(fastify.db, appId, bound.BucketId) };
   };
@@ -204,9 +207,9 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     return upload;
   });
 
-  function tryBind(query: Source, fields: Source): UploadParams | undefined {
+  function tryBind(query: Source, fields: Source): Authorizing | undefined {
     try {
-      return bindParameters(params, query, fields);
+      return bindParameters(authorizing, query, fields);
     } catch {
       return undefined;
     }
