@@ -215,6 +215,24 @@ t.test('an expired file gives its name to a new upload', async (t) => {
   t.equal((await storedPaths(service)).length, 1, 'the expired file’s bytes went with its row');
 });
 
+t.test('uploads racing for a name an expired file holds: exactly one takes it', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+  const old = await upload({ baseUrl, before: params, fileName: 'contested.csv', size: 100 });
+  const past = new Date(Date.now() - 2 * 86_400_000);
+  await service.app.db.updateTable('files').set({ upload_time: past, expires_at: new Date(past.getTime() + 86_400_000) }).where('file_key', '=', old.body.FileKey as number).execute();
+  const racers = await Promise.all(Array.from({ length: 6 }, () => upload({ baseUrl, after: params, fileName: 'contested.csv', size: 5000 })));
+  const winners = racers.filter((r) => r.body.Code === 0);
+  t.equal(winners.length, 1, 'one upload takes the name');
+  t.same(
+    racers.filter((r) => r.body.Code !== 0).map((r) => r.body),
+    Array(5).fill({ Code: -1, Message: 'There already exists a file with that name.' }),
+  );
+  const rows = await filesIn(service, bucketId);
+  t.same(rows.map((row) => row.sha256), [winners[0].sha256]);
+  t.equal((await storedPaths(service)).length, 1, 'the expired file’s bytes and the losers’ are gone');
+});
+
 t.test('50 concurrent uploads into one bucket', async (t) => {
   const { service, baseUrl, owner, bucketId } = await setup(t);
   const results = await Promise.all(

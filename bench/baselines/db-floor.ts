@@ -51,8 +51,9 @@ const server = http.createServer((request, response) => {
   (async () => {
     const app = await appIdForToken(db, accessToken);
     if (!app) throw new Error('token refused');
-    const target = await authorizeUpload(db, app, bucketId);
-    const stored = await storeUpload(db, async () => {}, { target, blob: blob(), fileName: `floor-${++sequence}.bin`, aliveDays: 1 });
+    const fileName = `floor-${++sequence}.bin`;
+    const target = await authorizeUpload(db, app, bucketId, fileName);
+    const stored = await storeUpload(db, async () => {}, { target, blob: blob(), fileName, aliveDays: 1 });
     return stored.fileKey;
   })().then(
     (fileKey) => {

@@ -7,7 +7,7 @@ import { bindParameters, envelopeResponses, field, MAX_ID, parametersSchema, typ
 import { ApiError, failure, invalidInput } from '../errors.js';
 import { BlobTooLargeError, type IncomingBlob } from '../storage/blob-store.js';
 import { sanitizeFileName } from '../services/file-names.js';
-import { assertNameFree, authorizeUpload, storeUpload, type UploadTarget } from '../services/uploads.js';
+import { authorizeUpload, storeUpload, type UploadTarget } from '../services/uploads.js';
 import { internetPath } from '../services/files.js';
 import { publicBaseUrl } from './public-url.js';
 
@@ -77,9 +77,9 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
   });
 
   /** Authorizes once the parameters are known; the result is reused if they do not change. */
-  const authorize = async (bound: Authorizing): Promise<{ key: string; target: UploadTarget }> => {
+  const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; target: UploadTarget }> => {
     const appId = await fastify.appForToken(bound.AccessToken);
-    return { key: `${bound.AccessToken}\n${bound.BucketId}`, target: await authorizeUpload(fastify.db, appId, bound.BucketId) };
+    return { key: `${bound.AccessToken}\n${bound.BucketId}`, target: await authorizeUpload(fastify.db, appId, bound.BucketId, fileName) };
   };
 
   const receiveUpload = async (request: FastifyRequest) => {
@@ -123,9 +123,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
         try {
           const bound = tryBind(query, fields);
           if (bound) {
-            early = await authorize(bound);
-            const name = sanitizeFileName(clientName);
-            if (name) await assertNameFree(fastify.db, early.target.bucketId, name);
+            early = await authorize(bound, sanitizeFileName(clientName));
           }
         } catch (error) {
           refusal = error;
@@ -155,7 +153,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
       else if (!fileName) items.push('The file name is empty or not valid.');
       if (items.length > 0 || !bound || !blob || !fileName) throw invalidInput(items);
 
-      const { target } = early && early.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound);
+      const { target } = early && early.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound, fileName);
       const stored = await storeUpload(fastify.db, (keys) => fastify.dropBlobs(keys, request.log), { target, blob, fileName, aliveDays: bound.AliveDays });
       fastify.metrics.uploadedBytes.inc(blob.size);
       blob = undefined;
