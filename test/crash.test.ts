@@ -1,14 +1,12 @@
 import { createHash, randomInt } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, readdir, rm, stat, utimes } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { connectDatabase } from '../db/connect.js';
 import { ORPHAN_MIN_AGE_MS } from '../src/jobs/orphan-sweep.js';
-import { createTestDatabase } from './helpers/database.js';
-import { startServerProcess, type ServerProcess } from './helpers/process.js';
+import { serverData, startServerProcess, type ServerProcess } from './helpers/process.js';
 import { upload, type UploadResult } from './helpers/upload.js';
 
 /**
@@ -30,6 +28,18 @@ async function sha256Of(file: string): Promise<string> {
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   return entries.filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+}
+
+const form = (fields: Record<string, string>) => ({ method: 'POST', body: new URLSearchParams(fields) });
+
+async function tokenOf(base: string): Promise<string> {
+  const response = await fetch(`${base}/API/AccessToken`, form({ AppId: APP.id, AppSecret: APP.secret }));
+  return ((await response.json()) as { AccessToken: string }).AccessToken;
+}
+
+async function bucketOf(base: string, token: string, name: string): Promise<number> {
+  const response = await fetch(`${base}/API/CreateBucket`, form({ AccessToken: token, BucketName: name, OpenToRead: 'true', OpenToUpload: 'false' }));
+  return ((await response.json()) as { BucketId: number }).BucketId;
 }
 
 /**
@@ -59,17 +69,9 @@ async function verifyStore(
 }
 
 t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing half-written', async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-crash-'));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  if (database.url) await database.handle.close();
-  const storageDir = path.join(dataDir, 'files');
-  const env = {
-    DATA_DIR: dataDir,
-    BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`,
-    ...(database.url ? { DATABASE_URL: database.url } : {}),
-  };
+  const data = await serverData(t, 'crash');
+  const storageDir = path.join(data.dataDir, 'files');
+  const env = { ...data.env, BOOTSTRAP_APPS: `${APP.id}:${APP.secret}` };
   let server: ServerProcess | undefined;
   t.teardown(() => server?.stop('SIGKILL'));
 
@@ -79,12 +81,8 @@ t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing hal
   for (let round = 0; round < ROUNDS; round++) {
     server = await startServerProcess(env);
     const base = server.baseUrl;
-    const form = (fields: Record<string, string>) => ({ method: 'POST', body: new URLSearchParams(fields) });
-    const token = ((await (await fetch(`${base}/API/AccessToken`, form({ AppId: APP.id, AppSecret: APP.secret }))).json()) as { AccessToken: string }).AccessToken;
-    if (bucketId === undefined) {
-      const created = await fetch(`${base}/API/CreateBucket`, form({ AccessToken: token, BucketName: `crash-${process.pid}`, OpenToRead: 'true', OpenToUpload: 'false' }));
-      bucketId = ((await created.json()) as { BucketId: number }).BucketId;
-    }
+    const token = await tokenOf(base);
+    bucketId ??= await bucketOf(base, token, `crash-${process.pid}`);
     // Mixed sizes and speeds, so the kill finds uploads streaming, committing and done.
     const uploads = Promise.allSettled(Array.from({ length: UPLOADS_PER_ROUND }, (_, i) =>
       upload({
@@ -119,22 +117,13 @@ t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing hal
   t.comment(`${leftBehind} temp files were left by the kills`);
   t.same(await filesUnder(path.join(storageDir, 'tmp')), [], 'the sweep removed every temp file');
 
-  await verifyStore(t, { databaseUrl: database.url, dataDir, storageDir }, acknowledged);
+  await verifyStore(t, { databaseUrl: data.databaseUrl, dataDir: data.dataDir, storageDir }, acknowledged);
 });
 
 t.test('SIGTERM under load: every upload completes wholly or leaves nothing', async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-sigterm-'));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  if (database.url) await database.handle.close();
-  const storageDir = path.join(dataDir, 'files');
-  const env = {
-    DATA_DIR: dataDir,
-    BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`,
-    SHUTDOWN_GRACE_SECONDS: '2',
-    ...(database.url ? { DATABASE_URL: database.url } : {}),
-  };
+  const data = await serverData(t, 'sigterm');
+  const storageDir = path.join(data.dataDir, 'files');
+  const env = { ...data.env, BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`, SHUTDOWN_GRACE_SECONDS: '2' };
   let server: ServerProcess | undefined;
   t.teardown(() => server?.stop('SIGKILL'));
 
@@ -144,12 +133,8 @@ t.test('SIGTERM under load: every upload completes wholly or leaves nothing', as
   for (let round = 0; round < 3; round++) {
     server = await startServerProcess(env);
     const base = server.baseUrl;
-    const form = (fields: Record<string, string>) => ({ method: 'POST', body: new URLSearchParams(fields) });
-    const token = ((await (await fetch(`${base}/API/AccessToken`, form({ AppId: APP.id, AppSecret: APP.secret }))).json()) as { AccessToken: string }).AccessToken;
-    if (bucketId === undefined) {
-      const created = await fetch(`${base}/API/CreateBucket`, form({ AccessToken: token, BucketName: `sigterm-${process.pid}`, OpenToRead: 'true', OpenToUpload: 'false' }));
-      bucketId = ((await created.json()) as { BucketId: number }).BucketId;
-    }
+    const token = await tokenOf(base);
+    bucketId ??= await bucketOf(base, token, `sigterm-${process.pid}`);
     // Fast uploads finish within the grace period; the slowest ones cannot and are cut.
     const uploads = Promise.allSettled(Array.from({ length: 16 }, (_, i) =>
       upload({
@@ -171,5 +156,5 @@ t.test('SIGTERM under load: every upload completes wholly or leaves nothing', as
   server = undefined;
   t.comment(`3 shutdowns under load: ${acknowledged.length} uploads completed, ${refused} refused or cut`);
   t.ok(refused > 0 && acknowledged.length > 0, 'some uploads finished within the grace and some were cut');
-  await verifyStore(t, { databaseUrl: database.url, dataDir, storageDir }, acknowledged);
+  await verifyStore(t, { databaseUrl: data.databaseUrl, dataDir: data.dataDir, storageDir }, acknowledged);
 });

@@ -2,8 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { createTestDatabase } from './helpers/database.js';
-import { startServerProcess } from './helpers/process.js';
+import { serverData, startServerProcess } from './helpers/process.js';
 import { onSmallDisk, whyNoSmallDisk } from './helpers/small-disk.js';
 import { upload } from './helpers/upload.js';
 
@@ -11,22 +10,13 @@ const MiB = 1024 * 1024;
 const APP = { id: 'disk-full-app', secret: 'disk-full-secret-0123456789' };
 
 t.test('a disk that fills during an upload: 507, no partial file, the service keeps serving', { skip: whyNoSmallDisk() }, async (t) => {
+  const data = await serverData(t, 'disk-full');
   const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-small-disk-'));
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-data-'));
-  t.teardown(() => Promise.all([rm(storageDir, { recursive: true, force: true }), rm(dataDir, { recursive: true, force: true })]));
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  if (database.url) await database.handle.close();
+  t.teardown(() => rm(storageDir, { recursive: true, force: true }));
 
   // Only the server sees the 8 MiB disk mounted on its STORAGE_DIR; the database stays on the real one.
   const server = await startServerProcess(
-    {
-      DATA_DIR: dataDir,
-      STORAGE_DIR: storageDir,
-      MIN_FREE_DISK_BYTES: '0',
-      BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`,
-      ...(database.url ? { DATABASE_URL: database.url } : {}),
-    },
+    { ...data.env, STORAGE_DIR: storageDir, MIN_FREE_DISK_BYTES: '0', BOOTSTRAP_APPS: `${APP.id}:${APP.secret}` },
     onSmallDisk(storageDir, '8m'),
   );
   t.teardown(() => server.stop());

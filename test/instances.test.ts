@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { createTestDatabase, serverUrl } from './helpers/database.js';
-import { startServerProcess, type ServerProcess } from './helpers/process.js';
+import { connectDatabase } from '../db/connect.js';
+import { serverUrl } from './helpers/database.js';
+import { serverData, startServerProcess, type ServerProcess } from './helpers/process.js';
 import { upload } from './helpers/upload.js';
 
 /**
@@ -48,19 +48,9 @@ function sweptFiles(server: ServerProcess): number {
 }
 
 t.test('a fleet of three instances on one database and one storage folder', { skip: serverUrl ? false : 'needs PostgreSQL: the embedded database belongs to one process' }, async (t) => {
-  const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-fleet-'));
-  t.teardown(() => rm(storageDir, { recursive: true, force: true }));
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  await database.handle.close();
-  const env = {
-    DATABASE_URL: database.url as string,
-    STORAGE_DIR: storageDir,
-    DATA_DIR: storageDir,
-    BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`,
-    SWEEP_INTERVAL_SECONDS: '1',
-    LOG_LEVEL: 'debug',
-  };
+  const data = await serverData(t, 'fleet');
+  const storageDir = path.join(data.dataDir, 'files');
+  const env = { ...data.env, BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`, SWEEP_INTERVAL_SECONDS: '1', LOG_LEVEL: 'debug' };
   // Started together: migrations and app provisioning race, as in a rolling deploy.
   const fleet = await Promise.all([startServerProcess(env), startServerProcess(env), startServerProcess(env)]);
   t.teardown(() => Promise.all(fleet.map((server) => server.stop())));
@@ -111,7 +101,8 @@ t.test('a fleet of three instances on one database and one storage folder', { sk
   }
   const before = fleet.map(sweptFiles);
   const past = new Date(Date.now() - 2 * DAY_MS);
-  const pool = await database.openAnother();
+  const pool = await connectDatabase({ databaseUrl: data.databaseUrl, dataDir: '' });
+  t.teardown(() => pool.close());
   await pool.db.updateTable('files').set({ upload_time: past, expires_at: new Date(past.getTime() + DAY_MS) }).execute();
   for (let i = 0; i < 50; i++) {
     if ((await pool.db.selectFrom('files').select('file_key').execute()).length === 0) break;

@@ -1,18 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t from 'tap';
-import { createTestDatabase } from './helpers/database.js';
-import { startServerProcess } from './helpers/process.js';
+import { serverData, startServerProcess } from './helpers/process.js';
 
 t.test('a fresh start prints one app whose credentials get a token; a restart prints none', async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-server-'));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  // The embedded database is opened by the server itself (under DATA_DIR); PostgreSQL by URL.
-  if (database.url) await database.handle.close();
-  const env = { DATA_DIR: dataDir, ...(database.url ? { DATABASE_URL: database.url } : {}) };
+  const { env } = await serverData(t, 'server');
 
   const first = await startServerProcess(env);
   const root = await fetch(`${first.baseUrl}/`);

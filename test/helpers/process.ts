@@ -1,7 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+import { createTestDatabase } from './database.js';
 
 const SERVER_ENTRY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/server.ts');
 
@@ -55,4 +59,25 @@ export async function startServerProcess(env: Record<string, string>, wrapper: r
       return code as number | null;
     },
   };
+}
+
+export interface ServerData {
+  dataDir: string;
+  /** The PostgreSQL database the servers use, or undefined for the embedded one under DATA_DIR. */
+  databaseUrl: string | undefined;
+  /** DATA_DIR, and DATABASE_URL when there is one: what every server process of the test shares. */
+  env: Record<string, string>;
+}
+
+/**
+ * A fresh data folder and database for server processes, removed when the test ends. The embedded
+ * database is opened by the server itself (under DATA_DIR); PostgreSQL is reached by URL.
+ */
+export async function serverData(t: Test, prefix: string): Promise<ServerData> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), `filestore-${prefix}-`));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const database = await createTestDatabase();
+  t.teardown(() => database.drop());
+  if (database.url) await database.handle.close();
+  return { dataDir, databaseUrl: database.url, env: { DATA_DIR: dataDir, ...(database.url ? { DATABASE_URL: database.url } : {}) } };
 }
