@@ -89,8 +89,6 @@ export interface ServiceRun {
   instance: ServiceInstance;
   setup: ServiceSetup;
   ledger: Ledger;
-  /** False once the service answered 404 for a download route (not in this build). */
-  downloads: boolean;
   /** PostgreSQL: pids of the server processes serving the service's database. */
   dbPids?: () => Promise<number[]>;
   /** The database work of one upload alone, on the same kind of database (bench/baselines/db-floor.ts). */
@@ -541,11 +539,6 @@ export async function verifyUploads(ctx: Context): Promise<void> {
       ...kib.map((file) => ({ file, path: `/Download/FromKey/${file.key}` })),
     ];
     if (jobs.length === 0) continue;
-    const first = await probeDownload(run, jobs[0]!.path);
-    if (!first) {
-      ctx.skipped.push(`service (${instance.db}) downloads: ${jobs[0]!.path} answered 404 — no download route in this build (sha256 and counter checks need it)`);
-      continue;
-    }
     let ok = 0;
     const bad: string[] = [];
     let next = 0;
@@ -573,14 +566,6 @@ export async function verifyUploads(ctx: Context): Promise<void> {
     });
     ctx.log(`  verify  ${serviceName(run)}: ${ok}/${jobs.length} sha256 match`);
   }
-}
-
-/** True when the service serves downloads; false when it has no such route (404). */
-async function probeDownload(run: ServiceRun, path: string): Promise<boolean> {
-  const response = await fetch(new URL(path, run.instance.origin), { method: 'HEAD' });
-  await response.arrayBuffer();
-  run.downloads = response.status !== 404;
-  return run.downloads;
 }
 
 function sample<T>(items: readonly T[], count: number): T[] {
@@ -613,10 +598,6 @@ async function ensureFiles(run: ServiceRun, kind: FileKind, size: number, count:
 
 const SET_SIZE = 64;
 
-function downloadable(ctx: Context): ServiceRun[] {
-  return ctx.services.filter((run) => run.downloads);
-}
-
 function staticVariants(ctx: Context, make: (endpoint: Endpoint) => Variant): Variant[] {
   const { download, nginx } = ctx.baselines;
   return [make(download), ...(nginx ? [make(nginx)] : [])];
@@ -624,15 +605,7 @@ function staticVariants(ctx: Context, make: (endpoint: Endpoint) => Variant): Va
 
 async function prepareDownloads(ctx: Context, kind: FileKind, size: number, count: number): Promise<Map<ServiceRun, StoredFile[]>> {
   const sets = new Map<ServiceRun, StoredFile[]>();
-  for (const run of ctx.services) {
-    if (!run.downloads) continue;
-    const files = await ensureFiles(run, kind, size, count);
-    if (!(await probeDownload(run, `/Download/FromKey/${files[0]!.key}`))) {
-      ctx.skipped.push(`service (${run.instance.db}) downloads: answered 404 — no download route in this build`);
-      continue;
-    }
-    sets.set(run, files);
-  }
+  for (const run of ctx.services) sets.set(run, await ensureFiles(run, kind, size, count));
   return sets;
 }
 
@@ -657,7 +630,7 @@ function warmCache(origin: string, paths: readonly string[], onDone?: (index: nu
 }
 
 function downloadComparisons(ctx: Context, caseId: CaseId, title: string, metrics: Map<string, Metric>, target?: number, note?: string): void {
-  for (const run of downloadable(ctx)) {
+  for (const run of ctx.services) {
     const subject = metrics.get(serviceName(run));
     compare(ctx, { caseId, title, db: run.instance.db, subject, baseline: metrics.get(ctx.baselines.download.name), target, note });
     if (ctx.baselines.nginx) compare(ctx, { caseId, title, db: run.instance.db, subject, baseline: metrics.get(ctx.baselines.nginx.name) });
@@ -784,7 +757,7 @@ export async function download1k(ctx: Context): Promise<void> {
 
 /** After the flush interval, DownloadTimes must equal the downloads the client completed. */
 export async function checkCounters(ctx: Context): Promise<void> {
-  const runs = downloadable(ctx).filter((run) => run.ledger.downloads.size > 0 || run.ledger.bulk.length > 0);
+  const runs = ctx.services.filter((run) => run.ledger.downloads.size > 0 || run.ledger.bulk.length > 0);
   if (runs.length === 0) return;
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   for (const run of runs) {

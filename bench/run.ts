@@ -281,7 +281,6 @@ async function main(): Promise<number> {
         instance,
         setup,
         ledger: new Ledger(),
-        downloads: true,
         dbPids,
         floor: { name: `database floor (${db})`, origin: floor.origin, pid: floor.child.pid },
       });
