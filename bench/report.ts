@@ -1,6 +1,6 @@
 /** The results as a terminal table, a markdown page and an SVG bar chart of the ratios. */
 import { readFile, writeFile } from 'node:fs/promises';
-import { formatValue } from './cases.js';
+import { formatValue } from './format.js';
 import type { BenchResults } from './results.js';
 
 const ratioText = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : '—');

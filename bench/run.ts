@@ -23,28 +23,18 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { findNginx, nginxConfig } from './baselines/nginx.js';
-import {
-  CASES,
-  checkCounters,
-  download1k,
-  download1m,
-  downloadLarge,
-  dropExtraLargeFiles,
-  Ledger,
-  memoryCase,
-  metadata,
-  upload1k,
-  upload1m,
-  uploadLarge,
-  verifyUploads,
-  wants,
-  type Baselines,
-  type CaseId,
-  type Context,
-  type Options,
-  type ServiceRun,
-  type StaticSet,
-} from './cases.js';
+import { CASES, Ledger, wants, type Baselines, type CaseId, type Context, type Options, type ServiceRun, type StaticSet } from './cases/common.js';
+import { download1k } from './cases/download-1k.js';
+import { download1m } from './cases/download-1m.js';
+import { checkCounters } from './cases/download-counter.js';
+import { downloadLarge } from './cases/download-large.js';
+import { dropExtraLargeFiles } from './cases/free-disk.js';
+import { memoryCase } from './cases/memory.js';
+import { metadata } from './cases/metadata.js';
+import { upload1k } from './cases/upload-1k.js';
+import { upload1m } from './cases/upload-1m.js';
+import { uploadLarge } from './cases/upload-large.js';
+import { verifyUploads } from './cases/verify-uploads.js';
 import { fileContent, GiB, KiB, MiB, newSeed } from './load.js';
 import { machineInfo } from './machine.js';
 import { freePort, isStopping, killAllNow, refuseNewChildren, startBaseline, startChild, waitForHttp, type Child } from './processes.js';

@@ -1,0 +1,71 @@
+/** memory: the peak RSS of a fresh service process under several large uploads at once. */
+import { callJson, newClient } from '../load.js';
+import { fmt, sizeLabel } from '../format.js';
+import { memoryOf } from '../processes.js';
+import { prepareService, startService } from '../service.js';
+import type { Context, ServiceRun, StoredFile } from './common.js';
+import { uploadToService } from './uploads.js';
+
+const MEMORY_LIMIT = 200 * 1000 * 1000;
+
+/** A fresh service process; its peak RSS (VmHWM) while one large and several medium files upload at once. */
+export async function memoryCase(ctx: Context, run: ServiceRun): Promise<void> {
+  const { opts } = ctx;
+  const db = run.setup.db;
+  const title = `Peak RSS, ${sizeLabel(opts.memoryLargeSize)} + ${opts.memorySmallCount} × ${sizeLabel(opts.memorySmallSize)} uploads at once`;
+  const started = await startService({ ...run.setup, cpuProfDir: undefined });
+  try {
+    const instance = await prepareService(run.setup, started, { bucketId: run.instance.bucketId, bucketName: run.instance.bucketName });
+    const fresh: ServiceRun = { ...run, instance };
+    const idle = memoryOf(started.child.pid);
+    let sampledPeak = 0;
+    const timer = setInterval(() => {
+      sampledPeak = Math.max(sampledPeak, memoryOf(started.child.pid)?.rss ?? 0);
+    }, 100);
+    const sizes = [opts.memoryLargeSize, ...Array.from({ length: opts.memorySmallCount }, () => opts.memorySmallSize)];
+    const t0 = performance.now();
+    let files: StoredFile[];
+    try {
+      files = await Promise.all(
+        sizes.map(async (size) => {
+          const client = newClient(instance.origin);
+          try {
+            return await uploadToService(client, fresh, 'large', size);
+          } finally {
+            await client.close();
+          }
+        }),
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const after = memoryOf(started.child.pid);
+    const view = await callJson(instance.origin, `/API/ViewMultiFiles?Ids=${files.map((file) => file.key).join(',')}`);
+    const stored = (view.json.Items as Array<{ FileKey: number; JFileSize: number }> | undefined) ?? [];
+    const sizesOk = files.every((file) => stored.find((item) => item.FileKey === file.key)?.JFileSize === file.size);
+    ctx.checks.push({
+      name: 'memory case: every upload stored with its size',
+      db,
+      ok: sizesOk,
+      detail: sizesOk ? `${files.length} files, ${sizeLabel(sizes.reduce((a, b) => a + b, 0))} in ${fmt(seconds, 1)} s` : JSON.stringify(stored).slice(0, 200),
+    });
+    const peak = after?.hwm ?? NaN;
+    ctx.memory.push({
+      db,
+      title,
+      idleBytes: idle?.hwm ?? NaN,
+      peakBytes: peak,
+      limitBytes: MEMORY_LIMIT,
+      pass: peak < MEMORY_LIMIT,
+      detail: `VmHWM ${fmt((idle?.hwm ?? NaN) / 1e6)} MB when ready, ${fmt(peak / 1e6)} MB after the uploads (sampled VmRSS peak ${fmt(sampledPeak / 1e6)} MB)`,
+    });
+    ctx.log(`  memory  service (${db}): ready ${fmt((idle?.hwm ?? NaN) / 1e6)} MB, peak ${fmt(peak / 1e6)} MB`);
+    // Free the disk at once: several GiB.
+    for (const file of files) {
+      await callJson(instance.origin, '/API/DeleteFile', { AccessToken: instance.token, FileKey: file.key });
+    }
+  } finally {
+    await started.child.stop();
+  }
+}

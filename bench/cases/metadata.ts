@@ -1,0 +1,44 @@
+/** metadata: ViewOneFile and ViewMultiFiles, 32 concurrent, beside Fastify's hello-world. */
+import { callJson, cannon, KiB } from '../load.js';
+import { compare, measure, type Outcome, type Variant } from '../measure.js';
+import { serviceName, type Context } from './common.js';
+import { ensureFiles } from './uploads.js';
+
+export async function metadata(ctx: Context): Promise<void> {
+  const { opts } = ctx;
+  const variants: Variant[] = [];
+  const timed = (origin: string, paths: string[]) => async (warmup: boolean): Promise<Outcome> => {
+    const result = await cannon({ origin, paths, connections: 32, durationSec: (warmup ? opts.warmupMs : opts.durationMs) / 1000 });
+    if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers and ${result.errors} errors`);
+    return { value: result.rps };
+  };
+  for (const run of ctx.services) {
+    const files = await ensureFiles(run, 'kib', KiB, 100);
+    const keys = files.map((file) => file.key);
+    // One key per connection (autocannon gives connection i the path i).
+    const one = keys.slice(0, 32).map((key) => `/API/ViewOneFile?FileKey=${key}`);
+    const multi = [0, 10, 20, 30, 40, 50].map((offset) => `/API/ViewMultiFiles?Ids=${keys.slice(offset, offset + 50).join(',')}`);
+    // Answers are HTTP 200 whatever the Code: check one of each before timing them.
+    const probeOne = await callJson(run.instance.origin, one[0]!);
+    const probeMulti = await callJson(run.instance.origin, multi[0]!);
+    const items = (probeMulti.json.Items as unknown[] | undefined)?.length;
+    if (probeOne.json.Code !== 0 || probeMulti.json.Code !== 0 || items !== 50) {
+      throw new Error(`metadata probe failed: ${JSON.stringify(probeOne.json).slice(0, 200)} / ${items} items`);
+    }
+    const pid = run.instance.child.pid;
+    const dbPids = run.dbPids;
+    variants.push(
+      { name: `${serviceName(run)} ViewOneFile`, pid, dbPids, unit: 'req/s', run: timed(run.instance.origin, one) },
+      { name: `${serviceName(run)} ViewMultiFiles`, pid, dbPids, unit: 'req/s', run: timed(run.instance.origin, multi) },
+    );
+  }
+  const hello = ctx.baselines.hello;
+  variants.push({ name: hello.name, pid: hello.pid, unit: 'req/s', run: timed(hello.origin, ['/']) });
+  const metrics = await measure(ctx, 'metadata', variants);
+  for (const run of ctx.services) {
+    const db = run.instance.db;
+    const baseline = metrics.get(hello.name);
+    compare(ctx, { caseId: 'metadata', title: 'ViewOneFile, 32 concurrent', db, subject: metrics.get(`${serviceName(run)} ViewOneFile`), baseline, target: 0.4 });
+    compare(ctx, { caseId: 'metadata', title: 'ViewMultiFiles (50 ids), 32 concurrent', db, subject: metrics.get(`${serviceName(run)} ViewMultiFiles`), baseline });
+  }
+}

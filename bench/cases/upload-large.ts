@@ -1,0 +1,80 @@
+/** upload-large: one large file, one stream, against the bare upload server without and with fsync. */
+import type { Client } from 'undici';
+import { MiB, newClient } from '../load.js';
+import { compare, measure, type Outcome, type Variant } from '../measure.js';
+import { fmt, formatValue, sizeLabel } from '../format.js';
+import type { Metric } from '../results.js';
+import { serviceName, type Context } from './common.js';
+import { baselineUploader, emptyDir, uploadToService } from './uploads.js';
+
+export async function uploadLarge(ctx: Context): Promise<void> {
+  const { opts, baselines } = ctx;
+  const toBaseline = baselineUploader(ctx);
+  const single = (origin: string, send: (client: Client, size: number) => Promise<{ afterLastByteMs?: number }>, after?: () => Promise<void>) => {
+    return async (warmup: boolean): Promise<Outcome> => {
+      const size = warmup ? opts.warmLargeSize : opts.largeSize;
+      const client = newClient(origin);
+      const started = performance.now();
+      let afterLastByteMs: number | undefined;
+      try {
+        ({ afterLastByteMs } = await send(client, size));
+      } finally {
+        await client.close();
+      }
+      const seconds = (performance.now() - started) / 1000;
+      await after?.();
+      // Secondary: how long the answer took after the last byte (the fsync and commit at the end).
+      return { value: size / MiB / seconds, secondary: afterLastByteMs === undefined ? undefined : afterLastByteMs / 1000 };
+    };
+  };
+  const unit = { unit: 'MiB/s', secondaryUnit: 's after the last byte' };
+  const variants: Variant[] = [
+    ...ctx.services.map((run) => ({
+      name: serviceName(run),
+      pid: run.instance.child.pid,
+      dbPids: run.dbPids,
+      ...unit,
+      run: single(run.instance.origin, (client, size) => uploadToService(client, run, 'large', size)),
+    })),
+    {
+      name: 'bare node:http',
+      pid: baselines.upload.pid,
+      ...unit,
+      run: single(baselines.upload.origin, (client, size) => toBaseline(client, size, false), () => emptyDir(ctx.uploadDir)),
+    },
+    {
+      name: 'bare node:http + fsync',
+      pid: baselines.upload.pid,
+      ...unit,
+      run: single(baselines.upload.origin, (client, size) => toBaseline(client, size, true), () => emptyDir(ctx.uploadDir)),
+    },
+  ];
+  const metrics = await measure(ctx, 'upload-large', variants);
+  const title = `Upload ${sizeLabel(opts.largeSize)}, 1 stream`;
+  const bare = metrics.get('bare node:http')!;
+  const durable = metrics.get('bare node:http + fsync')!;
+  for (const run of ctx.services) {
+    const subject = metrics.get(serviceName(run))!;
+    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: bare, target: 0.85 });
+    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: durable });
+    ctx.findings.push({ title: `Where the ${sizeLabel(opts.largeSize)} upload's time goes (${run.instance.db})`, text: largeUploadSplit(opts.largeSize, subject, bare, durable) });
+  }
+}
+
+/** Splits an upload's time into receiving the body and finishing after its last byte (fsync, rename, commit). */
+function largeUploadSplit(size: number, service: Metric, bare: Metric, durable: Metric): string {
+  const split = (m: Metric) => {
+    const total = size / MiB / m.median;
+    const tail = m.secondary ?? 0;
+    return { total, tail, receiving: size / MiB / Math.max(total - tail, 1e-6) };
+  };
+  const s = split(service);
+  const b = split(bare);
+  const d = split(durable);
+  return (
+    `The service takes ${fmt(s.total, 2)} s: ${fmt(s.total - s.tail, 2)} s receiving (${formatValue(s.receiving, 'MiB/s')}; ` +
+    `the bare server receives at ${formatValue(b.receiving, 'MiB/s')}) and ${fmt(s.tail, 2)} s after the last byte ` +
+    `(fsync, rename, row; the bare server with fsync needs ${fmt(d.tail, 2)} s, without ${fmt(b.tail, 2)} s). ` +
+    `Server CPU while uploading: service ${fmt(service.cores ?? NaN, 2)} cores, bare ${fmt(bare.cores ?? NaN, 2)} cores.`
+  );
+}

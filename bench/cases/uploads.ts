@@ -1,0 +1,125 @@
+/**
+ * Uploading, shared by the cases: to the service (recorded in its ledger) and, with the same
+ * multipart body, to the bare upload server; the concurrent upload cases' common measurement.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import type { Client } from 'undici';
+import { closedLoop, MiB, multipartForm, newClient, newSeed, postForm } from '../load.js';
+import { measure, type Outcome, type Variant } from '../measure.js';
+import type { Metric } from '../results.js';
+import { serviceName, type CaseId, type Context, type FileKind, type ServiceRun, type StoredFile } from './common.js';
+
+export async function uploadToService(client: Client, run: ServiceRun, kind: FileKind, size: number): Promise<StoredFile & { afterLastByteMs?: number }> {
+  const { instance } = run;
+  const seed = newSeed();
+  const form = multipartForm({
+    before: { AccessToken: instance.token, BucketId: instance.bucketId },
+    after: { AliveDays: 1 },
+    fileName: `${kind}-${seed}.bin`,
+    size,
+  });
+  const reply = await postForm(client, '/API/UploadFile', form, seed);
+  if (reply.status !== 200 || reply.json.Code !== 0) {
+    throw new Error(`UploadFile answered ${reply.status}: ${JSON.stringify(reply.json).slice(0, 300)}`);
+  }
+  const file = { key: Number(reply.json.FileKey), seed, size, path: new URL(String(reply.json.Path)).pathname };
+  run.ledger.files[kind].push(file);
+  return { ...file, afterLastByteMs: reply.afterLastByteMs };
+}
+
+/** The same multipart body as the service gets (same field lengths), posted to the bare upload server. */
+export function baselineUploader(ctx: Context) {
+  const token = ctx.services[0]?.instance.token ?? 'x'.repeat(43);
+  return async (client: Client, size: number, durable: boolean): Promise<{ afterLastByteMs?: number }> => {
+    const seed = newSeed();
+    const form = multipartForm({
+      before: { AccessToken: token, BucketId: 1 },
+      after: { AliveDays: 1 },
+      fileName: `file-${seed}.bin`,
+      size,
+    });
+    const reply = await postForm(client, `/upload?fsync=${durable ? 1 : 0}`, form, seed);
+    if (reply.status !== 200 || reply.json.bytes !== form.length) {
+      throw new Error(`bare upload answered ${reply.status}: ${JSON.stringify(reply.json).slice(0, 200)}`);
+    }
+    return { afterLastByteMs: reply.afterLastByteMs };
+  };
+}
+
+export async function emptyDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+}
+
+export async function uploadMany(
+  ctx: Context,
+  caseId: CaseId,
+  kind: FileKind,
+  size: number,
+  concurrency: number,
+  extra: Variant[] = [],
+): Promise<Map<string, Metric>> {
+  const { opts, baselines } = ctx;
+  const toBaseline = baselineUploader(ctx);
+  const loop = (origin: string, op: (client: Client) => Promise<unknown>, after?: () => Promise<void>) => {
+    return async (warmup: boolean): Promise<Outcome> => {
+      const result = await closedLoop({
+        origin,
+        concurrency,
+        durationMs: warmup ? opts.warmupMs : opts.durationMs,
+        op: async (client) => {
+          await op(client);
+          return size;
+        },
+      });
+      await after?.();
+      if (result.failures > 0) throw new Error(`${result.failures} uploads failed, first: ${result.firstFailure}`);
+      return { value: result.ops / result.seconds, secondary: result.bytes / MiB / result.seconds };
+    };
+  };
+  const variants: Variant[] = [
+    ...ctx.services.map((run) => ({
+      name: serviceName(run),
+      pid: run.instance.child.pid,
+      dbPids: run.dbPids,
+      unit: 'files/s',
+      secondaryUnit: 'MiB/s',
+      run: loop(run.instance.origin, (client) => uploadToService(client, run, kind, size)),
+    })),
+    {
+      name: 'bare node:http',
+      pid: baselines.upload.pid,
+      unit: 'files/s',
+      secondaryUnit: 'MiB/s',
+      run: loop(baselines.upload.origin, (client) => toBaseline(client, size, false), () => emptyDir(ctx.uploadDir)),
+    },
+    {
+      name: 'bare node:http + fsync',
+      pid: baselines.upload.pid,
+      unit: 'files/s',
+      secondaryUnit: 'MiB/s',
+      run: loop(baselines.upload.origin, (client) => toBaseline(client, size, true), () => emptyDir(ctx.uploadDir)),
+    },
+    ...extra,
+  ];
+  return measure(ctx, caseId, variants);
+}
+
+/** Makes sure the service holds `count` files of a kind (when the upload cases were left out). */
+export async function ensureFiles(run: ServiceRun, kind: FileKind, size: number, count: number): Promise<StoredFile[]> {
+  const have = () => run.ledger.files[kind].filter((file) => file.size === size && !run.ledger.deleted.has(file.key));
+  let missing = count - have().length;
+  if (missing > 0) {
+    await Promise.all(
+      Array.from({ length: Math.min(4, missing) }, async () => {
+        const client = newClient(run.instance.origin);
+        try {
+          while (missing-- > 0) await uploadToService(client, run, kind, size);
+        } finally {
+          await client.close();
+        }
+      }),
+    );
+  }
+  return have().slice(0, count);
+}
