@@ -1,16 +1,14 @@
 /** upload-large: one large file, one stream, against the bare upload server without and with fsync. */
-import type { Client } from 'undici';
 import { MiB, newClient } from '../load.js';
-import { compare, measure, type Outcome, type Variant } from '../measure.js';
+import { compare, measure, type Outcome } from '../measure.js';
 import { fmt, formatValue, sizeLabel } from '../format.js';
 import type { Metric } from '../results.js';
 import { serviceName, type Context } from './common.js';
-import { baselineUploader, emptyDir, uploadToService } from './uploads.js';
+import { uploadVariants, type Send } from './uploads.js';
 
 export async function uploadLarge(ctx: Context): Promise<void> {
-  const { opts, baselines } = ctx;
-  const toBaseline = baselineUploader(ctx);
-  const single = (origin: string, send: (client: Client, size: number) => Promise<{ afterLastByteMs?: number }>, after?: () => Promise<void>) => {
+  const { opts } = ctx;
+  const single = (origin: string, send: Send, after?: () => Promise<void>) => {
     return async (warmup: boolean): Promise<Outcome> => {
       const size = warmup ? opts.warmLargeSize : opts.largeSize;
       const client = newClient(origin);
@@ -27,28 +25,7 @@ export async function uploadLarge(ctx: Context): Promise<void> {
       return { value: size / MiB / seconds, secondary: afterLastByteMs === undefined ? undefined : afterLastByteMs / 1000 };
     };
   };
-  const unit = { unit: 'MiB/s', secondaryUnit: 's after the last byte' };
-  const variants: Variant[] = [
-    ...ctx.services.map((run) => ({
-      name: serviceName(run),
-      pid: run.instance.child.pid,
-      dbPids: run.dbPids,
-      ...unit,
-      run: single(run.instance.origin, (client, size) => uploadToService(client, run, 'large', size)),
-    })),
-    {
-      name: 'bare node:http',
-      pid: baselines.upload.pid,
-      ...unit,
-      run: single(baselines.upload.origin, (client, size) => toBaseline(client, size, false), () => emptyDir(ctx.uploadDir)),
-    },
-    {
-      name: 'bare node:http + fsync',
-      pid: baselines.upload.pid,
-      ...unit,
-      run: single(baselines.upload.origin, (client, size) => toBaseline(client, size, true), () => emptyDir(ctx.uploadDir)),
-    },
-  ];
+  const variants = uploadVariants(ctx, 'large', { unit: 'MiB/s', secondaryUnit: 's after the last byte' }, single);
   const metrics = await measure(ctx, 'upload-large', variants);
   const title = `Upload ${sizeLabel(opts.largeSize)}, 1 stream`;
   const bare = metrics.get('bare node:http')!;

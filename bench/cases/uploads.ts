@@ -28,7 +28,7 @@ export async function uploadToService(client: Client, run: ServiceRun, kind: Fil
 }
 
 /** The same multipart body as the service gets (same field lengths), posted to the bare upload server. */
-export function baselineUploader(ctx: Context) {
+function baselineUploader(ctx: Context) {
   const token = ctx.services[0]?.instance.token ?? 'x'.repeat(43);
   return async (client: Client, size: number, durable: boolean): Promise<{ afterLastByteMs?: number }> => {
     const seed = newSeed();
@@ -46,11 +46,47 @@ export function baselineUploader(ctx: Context) {
   };
 }
 
-export async function emptyDir(dir: string): Promise<void> {
+async function emptyDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
 }
 
+/** Sends one upload of `size` on `client`. */
+export type Send = (client: Client, size: number) => Promise<{ afterLastByteMs?: number }>;
+
+/**
+ * The variants of an upload case: the service on each database, then the bare upload server
+ * without and with fsync, its folder emptied after every run. `timed` makes a variant's run from
+ * where and how it uploads and what follows the run.
+ */
+export function uploadVariants(
+  ctx: Context,
+  kind: FileKind,
+  units: { unit: string; secondaryUnit: string },
+  timed: (origin: string, send: Send, after?: () => Promise<void>) => Variant['run'],
+): Variant[] {
+  const { upload } = ctx.baselines;
+  const toBaseline = baselineUploader(ctx);
+  const bare = (name: string, durable: boolean): Variant => ({
+    name,
+    pid: upload.pid,
+    ...units,
+    run: timed(upload.origin, (client, size) => toBaseline(client, size, durable), () => emptyDir(ctx.uploadDir)),
+  });
+  return [
+    ...ctx.services.map((run) => ({
+      name: serviceName(run),
+      pid: run.instance.child.pid,
+      dbPids: run.dbPids,
+      ...units,
+      run: timed(run.instance.origin, (client, size) => uploadToService(client, run, kind, size)),
+    })),
+    bare('bare node:http', false),
+    bare('bare node:http + fsync', true),
+  ];
+}
+
+/** Files of `size`, `concurrency` at a time for each run's duration; `extra` variants join the rotation. */
 export async function uploadMany(
   ctx: Context,
   caseId: CaseId,
@@ -59,16 +95,15 @@ export async function uploadMany(
   concurrency: number,
   extra: Variant[] = [],
 ): Promise<Map<string, Metric>> {
-  const { opts, baselines } = ctx;
-  const toBaseline = baselineUploader(ctx);
-  const loop = (origin: string, op: (client: Client) => Promise<unknown>, after?: () => Promise<void>) => {
+  const { opts } = ctx;
+  const loop = (origin: string, send: Send, after?: () => Promise<void>) => {
     return async (warmup: boolean): Promise<Outcome> => {
       const result = await closedLoop({
         origin,
         concurrency,
         durationMs: warmup ? opts.warmupMs : opts.durationMs,
         op: async (client) => {
-          await op(client);
+          await send(client, size);
           return size;
         },
       });
@@ -77,32 +112,7 @@ export async function uploadMany(
       return { value: result.ops / result.seconds, secondary: result.bytes / MiB / result.seconds };
     };
   };
-  const variants: Variant[] = [
-    ...ctx.services.map((run) => ({
-      name: serviceName(run),
-      pid: run.instance.child.pid,
-      dbPids: run.dbPids,
-      unit: 'files/s',
-      secondaryUnit: 'MiB/s',
-      run: loop(run.instance.origin, (client) => uploadToService(client, run, kind, size)),
-    })),
-    {
-      name: 'bare node:http',
-      pid: baselines.upload.pid,
-      unit: 'files/s',
-      secondaryUnit: 'MiB/s',
-      run: loop(baselines.upload.origin, (client) => toBaseline(client, size, false), () => emptyDir(ctx.uploadDir)),
-    },
-    {
-      name: 'bare node:http + fsync',
-      pid: baselines.upload.pid,
-      unit: 'files/s',
-      secondaryUnit: 'MiB/s',
-      run: loop(baselines.upload.origin, (client) => toBaseline(client, size, true), () => emptyDir(ctx.uploadDir)),
-    },
-    ...extra,
-  ];
-  return measure(ctx, caseId, variants);
+  return measure(ctx, caseId, [...uploadVariants(ctx, kind, { unit: 'files/s', secondaryUnit: 'MiB/s' }, loop), ...extra]);
 }
 
 /** Makes sure the service holds `count` files of a kind (when the upload cases were left out). */
