@@ -3,7 +3,10 @@
  * where the code comes from (service code, a package, Node.js internals, the embedded database's
  * WebAssembly, garbage collection, idle) and the functions that take most of it.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { profileDir, resultsDir } from './paths.js';
+import type { DatabaseKind } from './service.js';
 
 interface ProfileNode {
   id: number;
@@ -16,7 +19,7 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-export interface ProfileSummary {
+interface ProfileSummary {
   totalMs: number;
   categories: Array<{ name: string; ms: number; share: number }>;
   functions: Array<{ name: string; where: string; category: string; ms: number; share: number }>;
@@ -45,7 +48,7 @@ function where(frame: ProfileNode['callFrame']): string {
   return `${short}:${frame.lineNumber + 1}`;
 }
 
-export async function summarizeProfile(file: string, top = 15): Promise<ProfileSummary> {
+async function summarizeProfile(file: string, top = 15): Promise<ProfileSummary> {
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
@@ -78,7 +81,7 @@ export async function summarizeProfile(file: string, top = 15): Promise<ProfileS
   };
 }
 
-export function profileMarkdown(title: string, summary: ProfileSummary): string {
+function profileMarkdown(title: string, summary: ProfileSummary): string {
   const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
   return [
     `### ${title}`,
@@ -94,4 +97,21 @@ export function profileMarkdown(title: string, summary: ProfileSummary): string 
     ...summary.functions.map((f) => `| ${f.name} | ${f.where || f.category} | ${f.ms.toFixed(0)} ms | ${pct(f.share)} |`),
     '',
   ].join('\n');
+}
+
+/** After the service stopped: its profile's summary in bench/results/profile-<db>.md, and the top of it in the log. */
+export async function reportProfile(db: DatabaseKind, log: (line: string) => void): Promise<void> {
+  const name = `service-${db}.cpuprofile`;
+  if (!(await readdir(profileDir)).includes(name)) {
+    log(`no CPU profile was written for ${db}`);
+    return;
+  }
+  const summary = await summarizeProfile(path.join(profileDir, name));
+  const markdown = profileMarkdown(`Service CPU profile (${db})`, summary);
+  await writeFile(path.join(resultsDir, `profile-${db}.md`), markdown);
+  log(`CPU profile (${db}), self time of the main thread:`);
+  for (const c of summary.categories.slice(0, 10)) log(`    ${(c.share * 100).toFixed(1).padStart(5)} %  ${c.name}`);
+  log(`  top functions:`);
+  for (const f of summary.functions.slice(0, 10)) log(`    ${(f.share * 100).toFixed(1).padStart(5)} %  ${f.name}  ${f.where || f.category}`);
+  log(`  full summary: bench/results/profile-${db}.md, profile: bench/results/profiles/${name}`);
 }

@@ -1,6 +1,8 @@
-/** The results as a terminal table, a markdown page and an SVG bar chart of the ratios. */
-import { readFile, writeFile } from 'node:fs/promises';
+/** The results as a terminal table, a markdown page and an SVG bar chart of the ratios; and writing them out. */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { formatValue } from './format.js';
+import { docsDir, resultsDir } from './paths.js';
 import type { BenchResults } from './results.js';
 
 const ratioText = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : '—');
@@ -57,7 +59,7 @@ function busyNote(results: BenchResults): string {
   );
 }
 
-export function markdownReport(results: BenchResults, svgName?: string): string {
+function markdownReport(results: BenchResults, svgName?: string): string {
   const { head, rows } = tableRows(results);
   const m = results.machine;
   const lines = [
@@ -103,7 +105,7 @@ export function markdownReport(results: BenchResults, svgName?: string): string 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** A horizontal bar per ratio with its target marked; then peak RSS against its limit. */
-export function svgChart(results: BenchResults): string {
+function svgChart(results: BenchResults): string {
   const width = 1120;
   const labelWidth = 560;
   const barLeft = labelWidth + 10;
@@ -194,7 +196,7 @@ const START = '<!-- bench:results:start -->';
 const END = '<!-- bench:results:end -->';
 
 /** Replaces the results section of docs/benchmarks.md (between its markers) with this run. */
-export async function writeDocs(docPath: string, svgPath: string, results: BenchResults, svgName: string): Promise<void> {
+async function writeDocs(docPath: string, svgPath: string, results: BenchResults, svgName: string): Promise<void> {
   const doc = await readFile(docPath, 'utf8');
   const start = doc.indexOf(START);
   const end = doc.indexOf(END);
@@ -202,4 +204,18 @@ export async function writeDocs(docPath: string, svgPath: string, results: Bench
   const section = `${START}\n\n${markdownReport(results, svgName)}\n${END}`;
   await writeFile(docPath, doc.slice(0, start) + section + doc.slice(end + END.length));
   await writeFile(svgPath, svgChart(results));
+}
+
+/** Every run: bench/results/latest.json (every sample), latest.svg and latest.md; returns the path of latest.md. */
+export async function saveResults(results: BenchResults): Promise<string> {
+  await mkdir(resultsDir, { recursive: true });
+  await writeFile(path.join(resultsDir, 'latest.json'), JSON.stringify(results, null, 2));
+  await writeFile(path.join(resultsDir, 'latest.svg'), svgChart(results));
+  await writeFile(path.join(resultsDir, 'latest.md'), `# Benchmark results\n\n${markdownReport(results, 'latest.svg')}`);
+  return path.join(resultsDir, 'latest.md');
+}
+
+/** --write-docs: the results section of docs/benchmarks.md and docs/benchmarks.svg. */
+export function copyToDocs(results: BenchResults): Promise<void> {
+  return writeDocs(path.join(docsDir, 'benchmarks.md'), path.join(docsDir, 'benchmarks.svg'), results, 'benchmarks.svg');
 }
