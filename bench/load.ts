@@ -42,7 +42,7 @@ let nextSeed = 1;
 export const newSeed = (): number => nextSeed++;
 
 /** A multipart/form-data body around one file part, with fields before and after the file. */
-export interface Form {
+interface Form {
   contentType: string;
   head: Buffer;
   tail: Buffer;
@@ -84,17 +84,12 @@ async function* formBody(form: Form, seed: number, sent: { at?: number }): Async
   sent.at = performance.now();
 }
 
-export interface Upstream {
-  origin: string;
-  client: Client;
-}
-
 export function newClient(origin: string): Client {
   // Generous timeouts: a 2 GiB upload is answered only after its fsync.
   return new Client(origin, { pipelining: 1, headersTimeout: 300_000, bodyTimeout: 300_000, keepAliveTimeout: 60_000 });
 }
 
-export interface UploadReply {
+interface UploadReply {
   status: number;
   json: Record<string, unknown>;
   /** Streamed bodies: milliseconds from the last body byte handed to the socket to the answer. */
@@ -125,7 +120,7 @@ export async function postForm(client: Client, path: string, form: Form, seed: n
   return { status: response.statusCode, json, ...(sent.at !== undefined ? { afterLastByteMs: answeredAt - sent.at } : {}) };
 }
 
-export interface DownloadReply {
+interface DownloadReply {
   status: number;
   bytes: number;
   sha256?: string;
@@ -157,7 +152,7 @@ export async function callJson(
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
-export interface LoopResult {
+interface LoopResult {
   /** Operations that completed successfully. */
   ops: number;
   /** Payload bytes moved by those operations (file bytes, not framing). */
@@ -211,7 +206,7 @@ export async function closedLoop(input: {
   return result;
 }
 
-export interface CannonResult {
+interface CannonResult {
   ok: number;
   rps: number;
   seconds: number;

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** dist/bench → the repository's compiled output. */
 export const SERVER_ENTRY = path.resolve(here, '../src/server.js');
-export const BASELINE_DIR = path.join(here, 'baselines');
+const BASELINE_DIR = path.join(here, 'baselines');
 
 export interface Child {
   name: string;

@@ -96,7 +96,7 @@ function readComm(pid: number): string {
   }
 }
 
-export interface BenchDatabase {
+interface BenchDatabase {
   url: string;
   name: string;
   /**

@@ -22,7 +22,7 @@ export interface Options {
 export const CASES = ['upload-large', 'upload-1m', 'upload-1k', 'download-large', 'download-1m', 'download-1k', 'metadata', 'memory'] as const;
 export type CaseId = (typeof CASES)[number];
 
-export interface Endpoint {
+interface Endpoint {
   name: string;
   origin: string;
   pid: number;
