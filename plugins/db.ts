@@ -6,7 +6,6 @@ import type { Database } from '../db/schema.js';
 declare module 'fastify' {
   interface FastifyInstance {
     db: Kysely<Database>;
-    database: DatabaseHandle;
   }
 }
 
@@ -16,7 +15,6 @@ declare module 'fastify' {
  */
 export default fp<{ database: DatabaseHandle }>(
   async (fastify, { database }) => {
-    fastify.decorate('database', database);
     fastify.decorate('db', database.db);
   },
   { name: 'db', fastify: '5.x' },

@@ -1,32 +1,8 @@
-export const INVALID_TOKEN_MESSAGE = 'Invalid or expired AccessToken.';
-
-/** The only Message a validation failure carries; the details go in Items. */
-export const VALIDATION_MESSAGE = 'Your input contains several errors!';
-
 /**
- * A refusal the client should see: Code -1 (general failure) or -10 (validation failure).
- * Protocol outcomes travel with HTTP 200, as the original clients expect; transport-level ones
- * (413, 415, 429, 503, 507…) carry their own status.
+ * The catalogue: every Code and Message the service answers is written here and nowhere else.
+ * Protocol outcomes (0, and refusals with -1 or -10) travel with HTTP 200, as the original clients
+ * expect; transport-level outcomes (404, 413, 415, 429, 500, 503, 507…) carry their own status.
  */
-export class ApiError extends Error {
-  constructor(
-    readonly code: -1 | -10,
-    message: string,
-    readonly statusCode = 200,
-    readonly items?: readonly string[],
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
-
-export function failure(message: string, statusCode = 200): ApiError {
-  return new ApiError(-1, message, statusCode);
-}
-
-export function invalidInput(items: readonly string[], statusCode = 200): ApiError {
-  return new ApiError(-10, VALIDATION_MESSAGE, statusCode, items);
-}
 
 export interface Envelope {
   Code: number;
@@ -34,3 +10,130 @@ export interface Envelope {
   Items?: readonly string[];
   [field: string]: unknown;
 }
+
+/** The only Message a validation failure carries; the details go in Items. */
+export const VALIDATION_MESSAGE = 'Your input contains several errors!';
+
+/** A refusal the client should see: Code -1 (general failure) or -10 (validation failure). */
+export class ApiError extends Error {
+  constructor(
+    readonly code: -1 | -10,
+    message: string,
+    readonly statusCode = 200,
+    readonly items?: readonly string[],
+    /** Headers the answer must carry, e.g. Retry-After or Content-Range. */
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  get envelope(): Envelope {
+    return this.items ? { Code: this.code, Message: this.message, Items: this.items } : { Code: this.code, Message: this.message };
+  }
+}
+
+function failure(message: string, statusCode = 200, headers?: Record<string, string>): ApiError {
+  return new ApiError(-1, message, statusCode, undefined, headers);
+}
+
+export function invalidInput(items: readonly string[], statusCode = 200): ApiError {
+  return new ApiError(-10, VALIDATION_MESSAGE, statusCode, items);
+}
+
+/** Messages of Code 0. */
+export const succeeded = {
+  welcome: 'Welcome to the bucket file storage service. The API lives under /API/.',
+  alive: 'The process is up.',
+  ready: 'Ready.',
+  accessToken: 'Successfully get access token.',
+  appCreated: 'Successfully created the app.',
+  appDeleted: 'Successfully deleted that app and all files.',
+  bucketCreated: 'Successfully created your bucket!',
+  bucketEdited: 'Successfully edited your bucket!',
+  bucketDetail: 'Successfully get your bucket detail!',
+  bucketDeleted: 'Successfully deleted your bucket!',
+  buckets: 'Successfully get your buckets!',
+  fileUploaded: 'Successfully uploaded your file.',
+  file: 'Successfully get that file.',
+  files: 'Successfully get those files.',
+  allFiles: 'Successfully get all files.',
+  fileDeleted: 'Successfully deleted your file!',
+  secretGenerated: 'Successfully generated a download secret.',
+} as const;
+
+/** Refusals with Code -1, each with its HTTP status. */
+export const refused = {
+  invalidToken: () => failure('Invalid or expired AccessToken.'),
+  wrongAppSecret: () => failure('The AppId and AppSecret do not match any app.'),
+  notYourApp: () => failure('You can only delete your own app.'),
+  unknownApp: () => failure('Could not find that app.'),
+  adminKeyRequired: () => failure('A valid admin key is required.', 401, { 'WWW-Authenticate': 'Bearer' }),
+  unknownBucket: () => failure('Could not find that bucket.'),
+  notYourBucket: () => failure('This is not your bucket!'),
+  bucketNameTaken: () => failure('There is one bucket already called that name!'),
+  uploadNotAllowed: () => failure('You may not upload into this bucket.'),
+  fileNameTaken: () => failure('There already exists a file with that name.'),
+  fileNotFound: () => failure('Could not find that file.'),
+  /** A download path that names no servable file. */
+  downloadNotFound: () => failure('Could not find that file.', 404),
+  rangeNotSatisfiable: (size: number) => failure('The requested range is not within the file.', 416, { 'Content-Range': `bytes */${size}` }),
+  preconditionFailed: () => failure('The file does not match the request’s precondition.', 412),
+  noSuchOperation: (method: string, path: string) => failure(`There is no ${method} operation at ${path.slice(0, 200)}.`, 404),
+  tooManyRequests: (retryAfterSeconds?: number) =>
+    retryAfterSeconds === undefined
+      ? failure('Too many requests; slow down.', 429)
+      : failure(`Too many requests; try again in ${retryAfterSeconds} seconds.`, 429, { 'Retry-After': String(retryAfterSeconds) }),
+  storageFull: () => failure('The storage is full; the file was not stored.', 507),
+  storageUnavailable: (retryAfterSeconds: number) =>
+    failure('The storage is unreachable right now; try again shortly.', 503, { 'Retry-After': String(retryAfterSeconds) }),
+  databaseUnavailable: () => failure('The database is unreachable right now; try again shortly.', 503),
+  overloaded: () => failure('The service is overloaded right now; try again shortly.', 503),
+  shuttingDown: () => failure('The service is shutting down; send the request again.', 503, { Connection: 'close' }),
+  notReady: (problems: readonly string[]) => failure(`Not ready: ${problems.join('; ')}.`, 503),
+  unexpected: (reference: string) => failure(`An unexpected error occurred; quote reference ${reference} when reporting it.`, 500),
+};
+
+const shown = (raw: string) => {
+  // Echo a short, printable form of the value: enough to recognise it, never a wall of text.
+  const printable = raw.replace(/[\p{Cc}\p{Cf}]/gu, '').slice(0, 40);
+  return `${printable}${raw.length > 40 ? '…' : ''}`;
+};
+
+/** The texts of Items, one per invalid input, in the words the original clients know. */
+export const problems = {
+  required: (name: string) => `The ${name} field is required.`,
+  notValid: (raw: string, name: string) => `The value '${shown(raw)}' is not valid for ${name}.`,
+  outOfRange: (name: string, minimum: number, maximum: number) => `The field ${name} must be between ${minimum} and ${maximum}.`,
+  tooLong: (name: string, maxLength: number) => `The field ${name} must be a string with a maximum length of ${maxLength}.`,
+  givenTwice: (name: string) => `The ${name} field was given more than once.`,
+  notText: (name: string) => `The ${name} field must be text.`,
+  bucketNameLength: (name: string) => `The field ${name} must be 5 to 25 characters long.`,
+  bucketNameCharacters: (name: string) =>
+    `The field ${name} may contain only letters, digits, '.', '_' and '-', and must start with a letter or digit.`,
+  bucketNameReserved: (name: string, value: string) => `The ${name} '${value}' is reserved.`,
+  tooManyIds: (max: number) => `The field Ids may list at most ${max} FileKeys.`,
+  badIdInIds: (entry: string) => `The value '${entry.slice(0, 40)}' is not a valid FileKey in Ids.`,
+  notMultipart: 'The request must be multipart/form-data with one file part.',
+  fileRequired: 'The File field is required: send exactly one file part.',
+  oneFilePart: 'Exactly one file part is allowed.',
+  badFileName: 'The file name is empty or not valid.',
+  fileTooLarge: (maxBytes: number) => `The file is larger than the limit of ${maxBytes} bytes.`,
+  tooManyParts: 'The form has too many parts.',
+  badFieldName: 'A form field has a name that is not allowed.',
+  unreadableMultipart: 'The multipart body could not be read.',
+  bodyTooLarge: 'The request body is larger than the service accepts.',
+  unsupportedBody: 'The request body must be application/x-www-form-urlencoded (multipart/form-data for UploadFile).',
+  unreadableBody: (detail: string) => `The request could not be read: ${detail}`,
+  badPercentEncoding: 'The request path is not valid percent-encoding.',
+  unreadableHttp: 'The HTTP request could not be read.',
+} as const;
+
+/** Validation refusals that are not about one parameter's value. */
+export const invalid = {
+  fileTooLarge: (maxBytes: number) => invalidInput([problems.fileTooLarge(maxBytes)], 413),
+  bodyTooLarge: () => invalidInput([problems.bodyTooLarge], 413),
+  unsupportedBody: () => invalidInput([problems.unsupportedBody], 415),
+  unreadableBody: (detail: string) => invalidInput([problems.unreadableBody(detail)], 400),
+  badPercentEncoding: () => invalidInput([problems.badPercentEncoding], 400),
+};

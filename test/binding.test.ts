@@ -1,7 +1,9 @@
 import Fastify from 'fastify';
 import t from 'tap';
 import envelopePlugin from '../plugins/envelope.js';
-import validationPlugin, { bindParameters, defineOperation, field, MAX_ID } from '../plugins/validation.js';
+import apiBindingPlugin from '../plugins/api-binding.js';
+import { bindParameters, field, MAX_ID } from '../src/http/binding.js';
+import { defineOperation } from '../src/http/operation.js';
 import { ApiError } from '../src/errors.js';
 
 const spec = {
@@ -81,7 +83,7 @@ t.test('odd parameter names change nothing', async (t) => {
 t.test('operations answer on their …Try alias and on any casing of the path', async (t) => {
   const fastify = Fastify({ routerOptions: { caseSensitive: false } });
   await fastify.register(envelopePlugin);
-  await fastify.register(validationPlugin);
+  await fastify.register(apiBindingPlugin);
   defineOperation(fastify, {
     name: 'Echo',
     method: 'GET',
@@ -119,4 +121,32 @@ t.test('operations answer on their …Try alias and on any casing of the path', 
   });
   t.same(post.json(), { BucketId: 4, OpenToRead: true, Message: 'changed', Code: 0 }, 'form body merged over the query');
   t.equal((await fastify.inject({ method: 'POST', url: '/API/ChangeTry' })).statusCode, 404, 'POST operations have no …Try alias');
+});
+
+t.test('the legacy binding holds only in its own context; other routes keep Fastify validation and serialization', async (t) => {
+  const fastify = Fastify({ routerOptions: { caseSensitive: false } });
+  await fastify.register(envelopePlugin);
+  const querystring = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+  const response = { 200: { type: 'object', properties: { n: { type: 'integer' } } } };
+  fastify.get('/plain', { schema: { querystring, response } }, async (request) => ({ ...(request.query as object), extra: 'dropped by the serializer' }));
+  fastify.post('/plain-json', async (request) => ({ echoed: request.body }));
+  await fastify.register(async (api) => {
+    await api.register(apiBindingPlugin);
+    api.get('/API/Legacy', { schema: { querystring, response } }, async (request) => ({ ...(request.query as object), extra: 'kept' }));
+    api.post('/API/LegacyPost', async (request) => ({ body: request.body }));
+  });
+  t.teardown(() => fastify.close());
+
+  const plain = await fastify.inject({ url: '/plain?n=abc' });
+  t.equal(plain.statusCode, 400, 'Ajv refuses a bad value outside the /API context');
+  t.same((await fastify.inject({ url: '/plain?n=7' })).json(), { n: 7 }, 'and the response schema shapes the reply');
+  const json = await fastify.inject({ method: 'POST', url: '/plain-json', payload: { a: 1 } });
+  t.same(json.json(), { echoed: { a: 1 } }, 'JSON bodies are read outside the /API context');
+
+  t.same((await fastify.inject({ url: '/API/Legacy?n=abc' })).json(), { n: 'abc', extra: 'kept' }, 'inside it, the schema neither validates nor shapes');
+  const refused = await fastify.inject({ method: 'POST', url: '/API/LegacyPost', payload: { a: 1 } });
+  t.equal(refused.statusCode, 415, 'JSON is not part of the protocol');
+  t.equal(refused.json().Code, -10);
+  const form = await fastify.inject({ method: 'POST', url: '/API/LegacyPost', payload: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  t.same(form.json(), { body: { a: '1' } }, 'form bodies are');
 });

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { MAX_ID } from '../plugins/validation.js';
+import { MAX_ID } from '../src/http/binding.js';
 import { createBucket, RESERVED_BUCKET_NAMES } from '../src/services/buckets.js';
 import { postForm, startService, testDatabase, type TestService } from './helpers/service.js';
-import { exists, storeFile } from './helpers/stored-files.js';
+import { hasBytes, storeFile } from './helpers/stored-files.js';
 
 const INVALID = 'Your input contains several errors!';
 const NAME_TAKEN = { Code: -1, Message: 'There is one bucket already called that name!' };
@@ -460,11 +460,11 @@ t.test('DeleteBucket removes the bucket, its file rows and their bytes', async (
   t.equal(await row(service, id), undefined, 'the bucket row is gone');
   t.same(await service.app.db.selectFrom('files').select('file_key').where('bucket_id', '=', id).execute(), [], 'its file rows are gone');
   t.same(await service.app.db.selectFrom('download_secrets').selectAll().execute(), [], 'secrets of its files are gone');
-  for (const file of files) t.notOk(await exists(file.bytesPath), 'its bytes are gone');
+  for (const file of files) t.notOk(await hasBytes(service.app.storage, file.storageKey), 'its bytes are gone');
   t.strictSame(await detail(service, id), UNKNOWN);
 
   t.ok(await row(service, keep), 'the other bucket stays');
-  t.ok(await exists(kept.bytesPath), 'and its bytes');
+  t.ok(await hasBytes(service.app.storage, kept.storageKey), 'and its bytes');
   t.equal((await detail(service, keep)).FileCount, 1);
 
   t.strictSame((await postForm(service.app, '/API/DeleteBucket', { AccessToken: token, BucketId: id })).json(), UNKNOWN, 'a second delete');
@@ -492,7 +492,7 @@ t.test('DeleteBucket: only the owner; unknown buckets are refused; nothing chang
   t.strictSame((await postForm(service.app, '/API/DeleteBucket', { AccessToken: other.token, BucketId: id })).json(), NOT_YOURS);
   t.same(await row(service, id), before, 'the bucket stays');
   t.ok(await service.app.db.selectFrom('files').select('file_key').where('file_key', '=', file.fileKey).executeTakeFirst(), 'its file row stays');
-  t.ok(await exists(file.bytesPath), 'its bytes stay');
+  t.ok(await hasBytes(service.app.storage, file.storageKey), 'its bytes stay');
 
   for (const unknown of [id + 1000, MAX_ID]) {
     t.strictSame((await postForm(service.app, '/API/DeleteBucket', { AccessToken: owner.token, BucketId: unknown })).json(), UNKNOWN);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { postForm, startService, testDatabase, type TestService } from './helpers/service.js';
-import { exists, storeFile } from './helpers/stored-files.js';
+import { hasBytes, storeFile } from './helpers/stored-files.js';
 
 const BAD_TOKEN = { Code: -1, Message: 'Invalid or expired AccessToken.' };
 const NOT_YOURS = { Code: -1, Message: 'You can only delete your own app.' };
@@ -67,7 +67,7 @@ t.test('DeleteApp removes the app with its buckets, files, bytes, tokens and sec
     .where('file_key', 'in', doomed.files.map((f) => f.fileKey))
     .execute();
   t.same(orphanFiles, [], 'no file row of the app is left');
-  for (const file of doomed.files) t.notOk(await exists(file.bytesPath), 'its bytes are gone');
+  for (const file of doomed.files) t.notOk(await hasBytes(service.app.storage, file.storageKey), 'its bytes are gone');
 
   for (const token of [doomed.token, doomed.secondToken]) {
     const mine = await service.app.inject({ url: `/API/ViewMyBuckets?AccessToken=${token}` });
@@ -76,7 +76,7 @@ t.test('DeleteApp removes the app with its buckets, files, bytes, tokens and sec
   t.strictSame((await postForm(service.app, '/API/DeleteApp', { AccessToken: doomed.token, AppId: doomed.appId })).json(), BAD_TOKEN);
 
   t.strictSame(await holdings(service, other.appId), otherBefore, 'another app is untouched');
-  for (const file of other.files) t.ok(await exists(file.bytesPath), 'and so are its bytes');
+  for (const file of other.files) t.ok(await hasBytes(service.app.storage, file.storageKey), 'and so are its bytes');
   t.equal((await service.app.inject({ url: `/API/ViewMyBuckets?AccessToken=${other.token}` })).json().Buckets.length, 2);
 
   t.ok(await createBucket(service, other.token, doomed.names[0]), 'the deleted app’s bucket names are free again');
@@ -94,7 +94,7 @@ t.test('an app may delete only itself', async (t) => {
     t.strictSame(response.json(), NOT_YOURS, JSON.stringify(appId));
   }
   t.strictSame([await holdings(service, one.appId), await holdings(service, two.appId)], before, 'nothing changed');
-  for (const file of [...one.files, ...two.files]) t.ok(await exists(file.bytesPath));
+  for (const file of [...one.files, ...two.files]) t.ok(await hasBytes(service.app.storage, file.storageKey));
 });
 
 t.test('DeleteApp validation, bad tokens and the path and parameter names in any case', async (t) => {

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { sweepExpired } from '../src/services/expiry.js';
-import { hashSecret } from '../src/services/secrets.js';
+import type { BlobStore } from '../src/storage/blob-store.js';
+import { hashSecret } from '../src/services/secret-hashing.js';
 import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { download } from './helpers/download.js';
 import { postForm, startService, testDatabase, type TestService } from './helpers/service.js';
-import { exists, storeFile, type StoredFile } from './helpers/stored-files.js';
+import { hasBytes, storeFile, type StoredFile } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 
 const NOT_FOUND = { Code: -1, Message: 'Could not find that file.' };
@@ -26,9 +27,25 @@ async function rowExists(service: TestService, fileKey: number): Promise<boolean
   return (await service.app.db.selectFrom('files').select('file_key').where('file_key', '=', fileKey).executeTakeFirst()) !== undefined;
 }
 
+/** The store, with the size of every remove() call written down. */
+function recordingRemovals(store: BlobStore, batches: number[]): BlobStore {
+  return new Proxy(store, {
+    get(target, name) {
+      if (name === 'remove') {
+        return async (keys: readonly string[]) => {
+          batches.push(keys.length);
+          await target.remove(keys);
+        };
+      }
+      const value = Reflect.get(target, name, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 /** Clears what earlier tests of this file left expired, so counts below are exact. */
 async function sweepLeftovers(service: TestService): Promise<void> {
-  await sweepExpired(service.app.db, (keys) => service.app.storage.remove(keys));
+  await sweepExpired(service.context());
 }
 
 t.test('an expired file is gone everywhere at once, before any sweep', async (t) => {
@@ -80,24 +97,21 @@ t.test('the sweeper removes expired rows and bytes in batches, with expired toke
     .execute();
 
   const batches: number[] = [];
-  const result = await sweepExpired(service.app.db, async (keys) => {
-    batches.push(keys.length);
-    await service.app.storage.remove(keys);
-  }, 5);
+  const result = await sweepExpired({ ...service.context(), storage: recordingRemovals(service.app.storage, batches) }, 5);
   t.same(result, { files: 23, tokens: 1, secrets: 1 });
   t.same(batches, [5, 5, 5, 5, 3], 'rows and bytes go batch by batch');
   for (const file of expired) {
     t.notOk(await rowExists(service, file.fileKey));
-    t.notOk(await exists(file.bytesPath), 'bytes removed');
+    t.notOk(await hasBytes(service.app.storage, file.storageKey), 'bytes removed');
   }
   for (const file of live) {
     t.ok(await rowExists(service, file.fileKey));
-    t.ok(await exists(file.bytesPath));
+    t.ok(await hasBytes(service.app.storage, file.storageKey));
   }
   t.ok(await service.newApp(), 'live tokens still work');
   const secrets = await service.app.db.selectFrom('download_secrets').select('uses_left').execute();
   t.same(secrets, [{ uses_left: 1 }]);
-  t.same(await sweepExpired(service.app.db, async () => {}, 5), { files: 0, tokens: 0, secrets: 0 }, 'nothing left to sweep');
+  t.same(await sweepExpired(service.context(), 5), { files: 0, tokens: 0, secrets: 0 }, 'nothing left to sweep');
 });
 
 t.test('two instances sweeping at once remove each expired file exactly once', async (t) => {
@@ -110,18 +124,11 @@ t.test('two instances sweeping at once remove each expired file exactly once', a
   const expired: StoredFile[] = [];
   for (let i = 0; i < 120; i++) expired.push(await storeFile(first, bucketId, { expired: true }));
 
-  const removedBy = (service: TestService) => async (keys: string[]) => {
-    await service.app.storage.remove(keys);
-  };
-  const results = await Promise.all([
-    sweepExpired(first.app.db, removedBy(first), 10),
-    sweepExpired(second.app.db, removedBy(second), 10),
-    sweepExpired(first.app.db, removedBy(first), 7),
-  ]);
+  const results = await Promise.all([sweepExpired(first.context(), 10), sweepExpired(second.context(), 10), sweepExpired(first.context(), 7)]);
   t.equal(results.reduce((sum, r) => sum + r.files, 0), 120, `each counted once: ${results.map((r) => r.files).join(' + ')}`);
   const left = await first.app.db.selectFrom('files').select('file_key').where('bucket_id', '=', bucketId).execute();
   t.same(left, []);
-  for (const file of expired) t.notOk(await exists(file.bytesPath));
+  for (const file of expired) t.notOk(await hasBytes(first.app.storage, file.storageKey));
 });
 
 t.test('the sweep job runs on every instance at SWEEP_INTERVAL_SECONDS', async (t) => {
@@ -136,11 +143,11 @@ t.test('the sweep job runs on every instance at SWEEP_INTERVAL_SECONDS', async (
   const live = await storeFile(first, bucketId);
 
   const started = Date.now();
-  const anyBytesLeft = async () => (await Promise.all(expired.map((file) => exists(file.bytesPath)))).some(Boolean);
+  const anyBytesLeft = async () => (await Promise.all(expired.map((file) => hasBytes(first.app.storage, file.storageKey)))).some(Boolean);
   while ((await anyBytesLeft()) && Date.now() - started < 5000) await sleep(100);
   for (const file of expired) {
     t.notOk(await rowExists(first, file.fileKey));
-    t.notOk(await exists(file.bytesPath));
+    t.notOk(await hasBytes(first.app.storage, file.storageKey));
   }
   t.ok(await rowExists(first, live.fileKey));
   const errors = [...first.logs, ...second.logs].filter((line) => JSON.parse(line).level >= 50);

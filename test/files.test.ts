@@ -1,9 +1,9 @@
 import t from 'tap';
-import { parseIds } from '../src/routes/files.js';
+import { parseIds } from '../src/http/files.js';
 import { ApiError } from '../src/errors.js';
 import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { postForm, startService } from './helpers/service.js';
-import { exists, storeFile } from './helpers/stored-files.js';
+import { hasBytes, storeFile } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 
 const INVALID = 'Your input contains several errors!';
@@ -158,11 +158,11 @@ t.test('DeleteFile: owner only; the row goes, then the bytes', async (t) => {
 
   const refused = await postForm(service.app, '/API/DeleteFile', { AccessToken: other.token, FileKey: file.fileKey });
   t.same(refused.json(), { Code: -1, Message: 'This is not your bucket!' });
-  t.ok(await exists(file.bytesPath), 'another app changes nothing');
+  t.ok(await hasBytes(service.app.storage, file.storageKey), 'another app changes nothing');
 
   const deleted = await postForm(service.app, '/api/deletefile', { accesstoken: owner.token, filekey: file.fileKey });
   t.same(deleted.json(), { Code: 0, Message: 'Successfully deleted your file!' });
-  t.notOk(await exists(file.bytesPath), 'the bytes are gone');
+  t.notOk(await hasBytes(service.app.storage, file.storageKey), 'the bytes are gone');
   t.same((await service.app.inject({ url: `/API/ViewOneFile?FileKey=${file.fileKey}` })).json(), NOT_FOUND);
   t.same((await postForm(service.app, '/API/DeleteFile', { AccessToken: owner.token, FileKey: file.fileKey })).json(), NOT_FOUND);
   const expired = await storeFile(service, bucketId, { expired: true });

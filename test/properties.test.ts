@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { bindParameters, field, MAX_ID } from '../plugins/validation.js';
+import { bindParameters, field, MAX_ID } from '../src/http/binding.js';
 import { ApiError } from '../src/errors.js';
-import { parseIds } from '../src/routes/files.js';
+import { parseIds } from '../src/http/files.js';
 import { MAX_FILE_NAME_BYTES, sanitizeFileName } from '../src/services/file-names.js';
 
 const RUNS = { numRuns: 500 };

@@ -46,7 +46,7 @@ t.test('security headers on JSON answers; a route’s own Content-Security-Polic
   t.equal(download.statusCode, 200);
   t.equal(download.headers['content-security-policy'], 'sandbox');
   t.equal(download.headers['cross-origin-resource-policy'], 'cross-origin', 'embeddable by other sites');
-  t.equal(download.body, `bytes of ${picture.storageKey}`);
+  t.equal(download.body, picture.content.toString());
 });
 
 t.test('under pressure, requests get 503 with the envelope; the service endpoints still answer', async (t) => {

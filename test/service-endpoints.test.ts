@@ -1,5 +1,6 @@
 import { chmod } from 'node:fs/promises';
 import t from 'tap';
+import type { DiskStore } from '../src/storage/disk-store.js';
 import { startService } from './helpers/service.js';
 
 t.test('GET / and /health answer without touching the database', async (t) => {
@@ -24,8 +25,9 @@ t.test('/ready turns 503 while shutting down or when storage is not writable', a
   if (process.getuid?.() === 0) {
     t.comment('running as root, which writes through any permission: the unwritable-storage case is not observable');
   } else {
-    await chmod(service.app.storage.objectsDir, 0o500);
-    t.teardown(() => chmod(service.app.storage.objectsDir, 0o700));
+    const { objectsDir } = service.app.storage as DiskStore;
+    await chmod(objectsDir, 0o500);
+    t.teardown(() => chmod(objectsDir, 0o700));
     const readOnly = await service.app.inject({ url: '/ready' });
     t.equal(readOnly.statusCode, 503);
     t.same(readOnly.json(), { Code: -1, Message: 'Not ready: the storage is not writable.' });

@@ -1,9 +1,9 @@
 import net from 'node:net';
-import { readdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createBucket } from './helpers/buckets.js';
 import { startService } from './helpers/service.js';
+import { incompleteWrites } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 
 const MiB = 1024 * 1024;
@@ -56,8 +56,8 @@ t.test('a stalled upload is dropped after the idle timeout and leaves nothing; a
   const started = Date.now();
   await t.rejects(upload({ baseUrl, query: params, fileName: 'stalled.bin', size: 8 * MiB, stallAfterBytes: 2 * MiB }));
   t.ok(Date.now() - started < 10_000, 'the connection was closed by the server');
-  for (let i = 0; i < 50 && (await readdir(service.app.storage.tmpDir)).length > 0; i++) await sleep(100);
-  t.same(await readdir(service.app.storage.tmpDir), [], 'the temp file is removed');
+  for (let i = 0; i < 50 && (await incompleteWrites(service.app.storage)).length > 0; i++) await sleep(100);
+  t.same(await incompleteWrites(service.app.storage), [], 'the temp file is removed');
   t.same(await service.app.db.selectFrom('files').selectAll().where('bucket_id', '=', bucketId).execute(), [], 'no row');
 
   // Eight 256 KiB chunks 400 ms apart: longer than the idle timeout in total, never idle that long.

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createApp } from '../src/services/apps.js';
+import { appForToken } from '../src/services/tokens.js';
 import { postForm, startService, testDatabase } from './helpers/service.js';
 
 const WRONG_PAIR = { Code: -1, Message: 'The AppId and AppSecret do not match any app.' };
@@ -19,7 +20,7 @@ t.test('an app exchanges its AppId and AppSecret for a token, by GET or POST', a
   t.match(body.DeadTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   const lifetime = Date.parse(body.DeadTime) - before;
   t.ok(lifetime > 19 * 60_000 && lifetime <= 20 * 60_000 + 1000, 'lives 20 minutes by default');
-  t.equal(await service.app.appForToken(body.AccessToken), appId);
+  t.equal(await appForToken(service.app.db, body.AccessToken), appId);
 
   const get = await service.app.inject({ url: `/api/accesstoken?appid=${appId}&APPSECRET=${appSecret}` });
   t.equal(get.json().Code, 0, 'lower-case path and parameter names');
@@ -56,9 +57,9 @@ t.test('a token stops working when it expires', async (t) => {
   const service = await startService(t, { env: { TOKEN_LIFETIME_SECONDS: '1' } });
   const { appId, appSecret } = await createApp(service.app.db);
   const token = await service.token(appId, appSecret);
-  t.equal(await service.app.appForToken(token), appId);
+  t.equal(await appForToken(service.app.db, token), appId);
   await sleep(1100);
-  await t.rejects(service.app.appForToken(token), { code: -1, message: 'Invalid or expired AccessToken.' });
+  await t.rejects(appForToken(service.app.db, token), { code: -1, message: 'Invalid or expired AccessToken.' });
 });
 
 t.test('a token stops working at once when its app is deleted', async (t) => {
@@ -66,7 +67,7 @@ t.test('a token stops working at once when its app is deleted', async (t) => {
   const { appId, appSecret } = await createApp(service.app.db);
   const token = await service.token(appId, appSecret);
   await service.app.db.deleteFrom('apps').where('app_id', '=', appId).execute();
-  await t.rejects(service.app.appForToken(token), { code: -1, message: 'Invalid or expired AccessToken.' });
+  await t.rejects(appForToken(service.app.db, token), { code: -1, message: 'Invalid or expired AccessToken.' });
   const tokens = await service.app.db.selectFrom('access_tokens').where('app_id', '=', appId).selectAll().execute();
   t.same(tokens, [], 'its tokens are gone from the database');
 });
@@ -75,7 +76,7 @@ t.test('bad tokens are refused the same way', async (t) => {
   const service = await startService(t);
   const { token } = await service.newApp();
   for (const bad of ['', 'x', token.slice(0, -1), `${token}x`, token.toUpperCase(), '\u0000', '../../etc/passwd']) {
-    await t.rejects(service.app.appForToken(bad), { code: -1, message: 'Invalid or expired AccessToken.' }, JSON.stringify(bad));
+    await t.rejects(appForToken(service.app.db, bad), { code: -1, message: 'Invalid or expired AccessToken.' }, JSON.stringify(bad));
   }
 });
 
@@ -84,7 +85,7 @@ t.test('a token from one instance is accepted by another on the same database', 
   const one = await startService(t);
   const two = await startService(t, { database: await database.openAnother() });
   const { appId, token } = await one.newApp();
-  t.equal(await two.app.appForToken(token), appId);
+  t.equal(await appForToken(two.app.db, token), appId);
 });
 
 t.test('the token endpoint is rate limited per client address', async (t) => {

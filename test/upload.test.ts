@@ -1,19 +1,19 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, watch } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { watch } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { startService, type TestService } from './helpers/service.js';
+import { incompleteWrites, readBytes, storedKeys } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
+import type { DiskStore } from '../src/storage/disk-store.js';
 
 const MiB = 1024 * 1024;
 const INVALID = 'Your input contains several errors!';
 
-async function sha256Of(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+/** sha256 of the bytes stored under a key, read back through the store. */
+async function sha256Of(service: TestService, storageKey: string): Promise<string> {
+  return createHash('sha256').update((await readBytes(service.app.storage, storageKey)) ?? '').digest('hex');
 }
 
 async function fileRow(service: TestService, fileKey: number) {
@@ -24,10 +24,9 @@ async function filesIn(service: TestService, bucketId: number) {
   return service.app.db.selectFrom('files').selectAll().where('bucket_id', '=', bucketId).execute();
 }
 
-/** Every file under the storage folder: temp files and stored objects. */
+/** Everything in the store: stored objects and writes in progress. */
 async function storedPaths(service: TestService): Promise<string[]> {
-  const entries = await readdir(service.config.storageDir, { recursive: true, withFileTypes: true });
-  return entries.filter((entry) => entry.isFile()).map((entry) => `${entry.parentPath}/${entry.name}`);
+  return [...(await storedKeys(service.app.storage)), ...(await incompleteWrites(service.app.storage))];
 }
 
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
@@ -68,8 +67,8 @@ t.test('a multi-megabyte upload streams to disk byte for byte', async (t) => {
   t.equal(row?.file_extension, '.JPG');
   t.equal(row?.alive_days, 7);
   t.equal(row?.sha256, result.sha256);
-  t.equal(await sha256Of(service.app.storage.pathOf(row?.storage_key ?? '')), result.sha256, 'the bytes on disk are the bytes sent');
-  t.same(await readdir(service.app.storage.tmpDir), [], 'no temp file is left');
+  t.equal(await sha256Of(service, row?.storage_key ?? ''), result.sha256, 'the bytes stored are the bytes sent');
+  t.same(await incompleteWrites(service.app.storage), [], 'no temp file is left');
 });
 
 t.test('fields after a file larger than 1 MiB, and a lower-case file part', async (t) => {
@@ -135,7 +134,7 @@ t.test('a refused upload whose token and bucket come first writes no bytes', asy
   const stranger = await service.newApp();
   const created: string[] = [];
   const watcher = watch(service.config.storageDir, { recursive: false }, (_event, name) => created.push(String(name)));
-  const tmpWatcher = watch(service.app.storage.tmpDir, (_event, name) => created.push(String(name)));
+  const tmpWatcher = watch((service.app.storage as DiskStore).tmpDir, (_event, name) => created.push(String(name)));
   t.teardown(() => {
     watcher.close();
     tmpWatcher.close();
@@ -196,7 +195,7 @@ t.test('a second file with a live file’s name is refused and nothing is overwr
   }
   const rows = await filesIn(service, bucketId);
   t.equal(rows.length, 1);
-  t.equal(await sha256Of(service.app.storage.pathOf(rows[0].storage_key)), first.sha256, 'the first file is intact');
+  t.equal(await sha256Of(service, rows[0].storage_key), first.sha256, 'the first file is intact');
   t.equal((await storedPaths(service)).length, 1, 'the refused bytes are gone');
   const otherCase = await upload({ baseUrl, before: params, fileName: 'REPORT.pdf', size: 10 });
   t.equal(otherCase.body.Code, 0, 'names are compared exactly');
@@ -277,7 +276,7 @@ t.test('hostile file names are reduced to a safe last segment', async (t) => {
     const result = await upload({ baseUrl, before: params, fileName: empty, size: 10 });
     t.same(result.body, { Code: -10, Message: INVALID, Items: ['The file name is empty or not valid.'] }, JSON.stringify(empty));
   }
-  t.same(await readdir(service.app.storage.tmpDir), []);
+  t.same(await incompleteWrites(service.app.storage), []);
   const rows = await filesIn(service, bucketId);
   t.equal((await storedPaths(service)).length, rows.length, 'one stored object per row');
 });

@@ -1,7 +1,7 @@
 /**
  * Baseline: the database work of one upload, alone. POST /commit runs what the service does in
  * the database for each UploadFile, through the service's own functions (token lookup, bucket
- * authorization, the insert transaction of storeUpload), with no multipart, no file and no fsync
+ * authorization, the insert of commitUpload), with no multipart, no file and no fsync
  * of bytes: how many uploads per second the database lets through, the "commit floor".
  *
  * On PostgreSQL it shares the bench's database with the service (its own app and bucket); the
@@ -11,13 +11,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import os from 'node:os';
 import { connectDatabase } from '../../db/connect.js';
 import { migrateToLatest } from '../../db/migrate.js';
-import type { IncomingBlob } from '../../src/storage/blob-store.js';
 import { createApp } from '../../src/services/apps.js';
 import { createBucket } from '../../src/services/buckets.js';
-import { appIdForToken, issueToken } from '../../src/services/tokens.js';
-import { authorizeUpload, storeUpload } from '../../src/services/uploads.js';
+import { appForToken, issueToken } from '../../src/services/tokens.js';
+import { authorizeUpload, commitUpload } from '../../src/services/uploads.js';
+import type { BlobWrite } from '../../src/storage/blob-store.js';
+import { DiskStore } from '../../src/storage/disk-store.js';
 
 const databaseUrl = process.env.BENCH_DATABASE_URL || undefined;
 const dataDir = process.env.BENCH_DATA_DIR ?? '';
@@ -30,16 +32,18 @@ const { appId } = await createApp(db);
 const { accessToken } = await issueToken(db, appId, 24 * 3600);
 const bucketId = await createBucket(db, appId, { name: `floor-${randomBytes(4).toString('hex')}`, openToRead: true, openToUpload: false });
 
-/** Bytes that are "already durable": the floor leaves the disk out. */
-function blob(): IncomingBlob {
+/** Bytes that are "already durable": the floor leaves the store out. */
+function written(): BlobWrite {
   return {
-    storageKey: randomBytes(16).toString('hex'),
+    key: randomBytes(16).toString('hex'),
     size: 1024,
     sha256: randomBytes(32).toString('hex'),
     commit: async () => {},
-    discard: async () => {},
+    abort: async () => {},
   };
 }
+// Never written to: a commit that replaces no expired file removes no bytes.
+const ctx = { db, storage: new DiskStore(os.tmpdir()), log: console };
 
 let sequence = 0;
 const server = http.createServer((request, response) => {
@@ -49,11 +53,10 @@ const server = http.createServer((request, response) => {
   }
   request.resume();
   (async () => {
-    const app = await appIdForToken(db, accessToken);
-    if (!app) throw new Error('token refused');
+    const app = await appForToken(db, accessToken);
     const fileName = `floor-${++sequence}.bin`;
-    const target = await authorizeUpload(db, app, bucketId, fileName);
-    const stored = await storeUpload(db, async () => {}, { target, blob: blob(), fileName, aliveDays: 1 });
+    const bucket = await authorizeUpload(db, app, bucketId, fileName);
+    const stored = await commitUpload(ctx, written(), { ...bucket, fileName, aliveDays: 1 });
     return stored.fileKey;
   })().then(
     (fileKey) => {

@@ -1,8 +1,6 @@
-import type { Kysely } from 'kysely';
 import type { Counter } from 'prom-client';
-import type { Database } from '../../db/schema.js';
+import type { ServiceContext } from '../services/context.js';
 import { sweepExpired } from '../services/expiry.js';
-import type { RemoveBlobs } from '../storage/blob-store.js';
 import type { Job } from './schedule.js';
 
 export interface SweepMetrics {
@@ -14,14 +12,14 @@ export interface SweepMetrics {
  * Every instance sweeps; they share the work safely. Not at start-up: expired files are invisible
  * already, and a fleet restarting together need not sweep all at once.
  */
-export function expirySweepJob(db: Kysely<Database>, removeBlobs: RemoveBlobs, intervalSeconds: number, metrics: SweepMetrics): Job {
+export function expirySweepJob(ctx: ServiceContext, intervalSeconds: number, metrics: SweepMetrics): Job {
   return {
     name: 'expiry-sweep',
     intervalMs: intervalSeconds * 1000,
     runAtStart: false,
     run: async () => {
       try {
-        const result = await sweepExpired(db, removeBlobs);
+        const result = await sweepExpired(ctx);
         metrics.runs.inc({ outcome: 'ok' });
         metrics.filesRemoved.inc(result.files);
         return result;

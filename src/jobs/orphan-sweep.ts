@@ -4,20 +4,43 @@ import type { BlobStore } from '../storage/blob-store.js';
 import type { Job } from './schedule.js';
 
 /**
- * Bytes younger than this are never judged: an upload may be streaming, or renamed into place and
- * about to get its row. Anything older without a row was left by a crash or a failed removal.
+ * Bytes younger than this are never judged: an upload may be streaming, or committed and about to
+ * get its row. Anything older without a row was left by a crash or a failed removal.
  */
 export const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
 const ORPHAN_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
-export function sweepOrphans(db: Kysely<Database>, storage: BlobStore, olderThanMs = ORPHAN_MIN_AGE_MS) {
-  return storage.sweepOrphans({
-    olderThanMs,
-    referenced: async (keys) => {
-      const rows = await db.selectFrom('files').select('storage_key').where('storage_key', 'in', keys).execute();
-      return new Set(rows.map((row) => row.storage_key));
-    },
-  });
+export interface OrphanSweepResult {
+  incompleteWritesRemoved: number;
+  objectsRemoved: number;
+}
+
+async function referencedKeys(db: Kysely<Database>, keys: readonly string[]): Promise<Set<string>> {
+  const rows = await db.selectFrom('files').select('storage_key').where('storage_key', 'in', keys).execute();
+  return new Set(rows.map((row) => row.storage_key));
+}
+
+/**
+ * Removes incomplete writes and stored objects without a row, once they are older than
+ * `olderThanMs`; page by page, asking the database about one page of keys at a time.
+ */
+export async function sweepOrphans(db: Kysely<Database>, storage: BlobStore, olderThanMs = ORPHAN_MIN_AGE_MS): Promise<OrphanSweepResult> {
+  const cutoff = Date.now() - olderThanMs;
+  const result: OrphanSweepResult = { incompleteWritesRemoved: 0, objectsRemoved: 0 };
+  for await (const page of storage.listIncompleteWrites()) {
+    const stale = page.filter((write) => write.startedAt.getTime() < cutoff).map((write) => write.id);
+    await storage.removeIncompleteWrites(stale);
+    result.incompleteWritesRemoved += stale.length;
+  }
+  for await (const page of storage.listObjects()) {
+    const old = page.filter((object) => object.modifiedAt.getTime() < cutoff).map((object) => object.key);
+    if (old.length === 0) continue;
+    const referenced = await referencedKeys(db, old);
+    const orphans = old.filter((key) => !referenced.has(key));
+    await storage.remove(orphans);
+    result.objectsRemoved += orphans.length;
+  }
+  return result;
 }
 
 export function orphanSweepJob(db: Kysely<Database>, storage: BlobStore): Job {

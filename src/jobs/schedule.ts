@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../services/context.js';
 
 export interface Job {
   name: string;
@@ -12,7 +12,7 @@ export interface Job {
  * Runs background jobs on timers that never overlap a job with itself and never keep the process
  * alive; a failed run is logged and retried at the next interval.
  */
-export function startJobs(jobs: readonly Job[], log: FastifyBaseLogger): () => Promise<void> {
+export function startJobs(jobs: readonly Job[], log: Logger): () => Promise<void> {
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<unknown>>();
   let stopped = false;

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { BootstrapApp } from '../config.js';
 import type { Database } from '../../db/schema.js';
-import { failure } from '../errors.js';
-import type { RemoveBlobs } from '../storage/blob-store.js';
-import { hashSecret, randomSecret, sameSecret } from './secrets.js';
+import { refused } from '../errors.js';
+import { dropBytes, type ServiceContext } from './context.js';
+import { hashSecret, randomSecret, sameSecret } from './secret-hashing.js';
 
 export interface AppCredentials {
   appId: string;
@@ -63,13 +63,13 @@ export async function verifyAppSecret(db: Kysely<Database>, appId: string, appSe
  * Removes the app with its buckets, files, tokens and download secrets, then the files' bytes.
  * `tokenAppId` is the app the caller's token belongs to: an app may delete only itself.
  */
-export async function deleteApp(db: Kysely<Database>, tokenAppId: string, appId: string, removeBlobs: RemoveBlobs): Promise<void> {
-  if (tokenAppId !== appId) throw failure('You can only delete your own app.');
-  const storageKeys = await db.transaction().execute(async (trx) => {
+export async function deleteApp(ctx: ServiceContext, tokenAppId: string, appId: string): Promise<void> {
+  if (tokenAppId !== appId) throw refused.notYourApp();
+  const storageKeys = await ctx.db.transaction().execute(async (trx) => {
     // Locks make concurrent bucket creation, token issue and uploads into its buckets wait and then
     // fail on their foreign keys, so no file row escapes the key collection below.
     const app = await trx.selectFrom('apps').select('app_id').where('app_id', '=', appId).forUpdate().executeTakeFirst();
-    if (!app) throw failure('Could not find that app.');
+    if (!app) throw refused.unknownApp();
     await trx.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId).forUpdate().execute();
     const files = await trx
       .deleteFrom('files')
@@ -80,5 +80,5 @@ export async function deleteApp(db: Kysely<Database>, tokenAppId: string, appId:
     await trx.deleteFrom('apps').where('app_id', '=', appId).execute();
     return files.map((file) => file.storage_key);
   });
-  await removeBlobs(storageKeys);
+  await dropBytes(ctx, storageKeys);
 }

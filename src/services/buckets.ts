@@ -1,7 +1,9 @@
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { isDatabaseError } from '../../db/errors.js';
 import type { BucketRow, Database } from '../../db/schema.js';
-import { failure, INVALID_TOKEN_MESSAGE } from '../errors.js';
-import type { RemoveBlobs } from '../storage/blob-store.js';
+import { problems, refused } from '../errors.js';
+import { dropBytes, type ServiceContext } from './context.js';
+import { isLive } from './files.js';
 
 /**
  * Top-level path segments the service itself serves. A bucket name is the first segment of its
@@ -22,18 +24,19 @@ export const RESERVED_BUCKET_NAMES: readonly string[] = [
 
 const RESERVED = new Set(RESERVED_BUCKET_NAMES.map((name) => name.toLowerCase()));
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+export const MAX_BUCKET_NAME_LENGTH = 25;
+/** The unique index on lower(name): it decides between simultaneous creators. */
+const NAME_INDEX = 'buckets_name_lower';
 
-export const NAME_TAKEN_MESSAGE = 'There is one bucket already called that name!';
-export const UNKNOWN_BUCKET_MESSAGE = 'Could not find that bucket.';
-export const NOT_YOUR_BUCKET_MESSAGE = 'This is not your bucket!';
+export function isReservedName(segment: string): boolean {
+  return RESERVED.has(segment.toLowerCase());
+}
 
-/** The rule for BucketName and NewBucketName, as a `check` for the validation layer. */
+/** The rule for BucketName and NewBucketName, as a `check` for the binding. */
 export function bucketNameProblem(value: string, name: string): string | undefined {
-  if (value.length < 5 || value.length > 25) return `The field ${name} must be 5 to 25 characters long.`;
-  if (!NAME_PATTERN.test(value)) {
-    return `The field ${name} may contain only letters, digits, '.', '_' and '-', and must start with a letter or digit.`;
-  }
-  if (RESERVED.has(value.toLowerCase())) return `The ${name} '${value}' is reserved.`;
+  if (value.length < 5 || value.length > MAX_BUCKET_NAME_LENGTH) return problems.bucketNameLength(name);
+  if (!NAME_PATTERN.test(value)) return problems.bucketNameCharacters(name);
+  if (isReservedName(value)) return problems.bucketNameReserved(name, value);
   return undefined;
 }
 
@@ -48,8 +51,8 @@ export interface Bucket {
 
 type BucketColumns = Pick<BucketRow, 'bucket_id' | 'name' | 'open_to_read' | 'open_to_upload' | 'app_id'>;
 
-/** The Bucket object of the protocol. `count(*)` is text on pg and a number on PGlite. */
-export function bucketView(row: BucketColumns, fileCount: number | string | bigint | null): Bucket {
+/** The Bucket object of the protocol. */
+function bucketView(row: BucketColumns, fileCount: number | string | bigint | null): Bucket {
   return {
     BucketId: row.bucket_id,
     BucketName: row.name,
@@ -66,33 +69,29 @@ export interface BucketSettings {
   openToUpload: boolean;
 }
 
-
 /** Turns a violation of the unique index on lower(name) into the protocol's refusal. */
 function refuseNameClash(error: unknown): never {
-  const e = error as { code?: unknown; constraint?: unknown } | null;
-  if (e?.code === '23505' && e.constraint === 'buckets_name_lower') throw failure(NAME_TAKEN_MESSAGE);
+  if (isDatabaseError(error, 'unique-violation', NAME_INDEX)) throw refused.bucketNameTaken();
   throw error;
-}
-
-/** Expired files count as gone everywhere, so only live ones are counted. */
-function liveFileCount(eb: ExpressionBuilder<Database & { b: Database['buckets'] }, 'b'>) {
-  return eb
-    .selectFrom('files as f')
-    .select((inner) => inner.fn.countAll().as('n'))
-    .whereRef('f.bucket_id', '=', 'b.bucket_id')
-    .where('f.expires_at', '>', sql<Date>`now()`)
-    .as('file_count');
 }
 
 function selectBuckets(db: Kysely<Database>) {
   return db
     .selectFrom('buckets as b')
     .select(['b.bucket_id', 'b.name', 'b.open_to_read', 'b.open_to_upload', 'b.app_id'])
-    .select(liveFileCount);
+    .select((eb) =>
+      // Expired files count as gone everywhere, so only live ones are counted.
+      eb
+        .selectFrom('files as f')
+        .select((inner) => inner.fn.countAll().as('n'))
+        .whereRef('f.bucket_id', '=', 'b.bucket_id')
+        .where(isLive('f'))
+        .as('file_count'),
+    );
 }
 
 export async function createBucket(db: Kysely<Database>, appId: string, settings: BucketSettings): Promise<number> {
-  // The unique index on lower(name) decides between simultaneous creators; no check beforehand.
+  // The unique index decides between simultaneous creators; no check beforehand.
   const row = await db
     .insertInto('buckets')
     .values({ name: settings.name, open_to_read: settings.openToRead, open_to_upload: settings.openToUpload, app_id: appId })
@@ -100,7 +99,7 @@ export async function createBucket(db: Kysely<Database>, appId: string, settings
     .executeTakeFirstOrThrow()
     .catch((error: unknown) => {
       // The app was deleted after its token was checked: the token is revoked now.
-      if ((error as { code?: unknown }).code === '23503') throw failure(INVALID_TOKEN_MESSAGE);
+      if (isDatabaseError(error, 'foreign-key-violation')) throw refused.invalidToken();
       return refuseNameClash(error);
     });
   return row.bucket_id;
@@ -109,7 +108,7 @@ export async function createBucket(db: Kysely<Database>, appId: string, settings
 /** Says why a change scoped to the caller's app matched no bucket: another app's, or none at all. */
 async function refuseBucket(db: Kysely<Database>, bucketId: number): Promise<never> {
   const exists = await db.selectFrom('buckets').select('bucket_id').where('bucket_id', '=', bucketId).executeTakeFirst();
-  throw failure(exists ? NOT_YOUR_BUCKET_MESSAGE : UNKNOWN_BUCKET_MESSAGE);
+  throw exists ? refused.notYourBucket() : refused.unknownBucket();
 }
 
 export async function editBucket(db: Kysely<Database>, appId: string, bucketId: number, settings: BucketSettings): Promise<void> {
@@ -127,7 +126,7 @@ export async function editBucket(db: Kysely<Database>, appId: string, bucketId: 
 
 export async function viewBucket(db: Kysely<Database>, bucketId: number): Promise<Bucket> {
   const row = await selectBuckets(db).where('b.bucket_id', '=', bucketId).executeTakeFirst();
-  if (!row) throw failure(UNKNOWN_BUCKET_MESSAGE);
+  if (!row) throw refused.unknownBucket();
   return bucketView(row, row.file_count);
 }
 
@@ -136,16 +135,16 @@ export async function listBuckets(db: Kysely<Database>, appId: string): Promise<
   return rows.map((row) => bucketView(row, row.file_count));
 }
 
-export async function deleteBucket(db: Kysely<Database>, appId: string, bucketId: number, removeBlobs: RemoveBlobs): Promise<void> {
-  const storageKeys = await db.transaction().execute(async (trx) => {
+export async function deleteBucket(ctx: ServiceContext, appId: string, bucketId: number): Promise<void> {
+  const storageKeys = await ctx.db.transaction().execute(async (trx) => {
     // Locking the bucket first makes a concurrent upload into it wait and then fail on the foreign
     // key, so every file row that gets deleted is seen here and its bytes are removed below.
     const bucket = await trx.selectFrom('buckets').select('app_id').where('bucket_id', '=', bucketId).forUpdate().executeTakeFirst();
-    if (!bucket) throw failure(UNKNOWN_BUCKET_MESSAGE);
-    if (bucket.app_id !== appId) throw failure(NOT_YOUR_BUCKET_MESSAGE);
+    if (!bucket) throw refused.unknownBucket();
+    if (bucket.app_id !== appId) throw refused.notYourBucket();
     const files = await trx.deleteFrom('files').where('bucket_id', '=', bucketId).returning('storage_key').execute();
     await trx.deleteFrom('buckets').where('bucket_id', '=', bucketId).execute();
     return files.map((file) => file.storage_key);
   });
-  await removeBlobs(storageKeys);
+  await dropBytes(ctx, storageKeys);
 }

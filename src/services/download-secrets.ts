@@ -1,10 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { failure } from '../errors.js';
-import { NOT_YOUR_BUCKET_MESSAGE } from './buckets.js';
-import type { Downloadable } from './downloads.js';
-import { FILE_NOT_FOUND, isLive } from './files.js';
-import { hashSecret, randomSecret } from './secrets.js';
+import { isDatabaseError } from '../../db/errors.js';
+import { refused } from '../errors.js';
+import { DOWNLOADABLE, type Downloadable } from './downloadable-files.js';
+import { isLive } from './files.js';
+import { hashSecret, randomSecret } from './secret-hashing.js';
 
 /** Longer values cannot be secrets this service made; they are refused without a lookup. */
 const MAX_SECRET_LENGTH = 128;
@@ -27,20 +27,18 @@ export async function generateDownloadSecret(db: Kysely<Database>, appId: string
         .select([sql.val(hashSecret(value)).as('secret_hash'), 'files.file_key', 'buckets.app_id', sql.val(maxUses).as('uses_left')])
         .where('files.file_key', '=', fileKey)
         .where('buckets.app_id', '=', appId)
-        .where(isLive),
+        .where(isLive()),
     )
     .returning('file_key')
     .executeTakeFirst()
     .catch((error: unknown) => {
-      if ((error as { code?: unknown }).code === '23503') return undefined;
+      if (isDatabaseError(error, 'foreign-key-violation')) return undefined;
       throw error;
     });
   if (inserted) return value;
-  const exists = await db.selectFrom('files').select('file_key').where('file_key', '=', fileKey).where(isLive).executeTakeFirst();
-  throw failure(exists ? NOT_YOUR_BUCKET_MESSAGE : FILE_NOT_FOUND);
+  const exists = await db.selectFrom('files').select('file_key').where('file_key', '=', fileKey).where(isLive()).executeTakeFirst();
+  throw exists ? refused.notYourBucket() : refused.fileNotFound();
 }
-
-const DOWNLOADABLE = ['files.file_key as fileKey', 'files.storage_key as storageKey', 'files.real_file_name as fileName'] as const;
 
 /**
  * Takes one use of the secret and returns its file, in one statement: of two requests racing for
@@ -57,7 +55,7 @@ export async function useDownloadSecret(db: Kysely<Database>, secret: string): P
     .whereRef('files.file_key', '=', 'download_secrets.file_key')
     .where('download_secrets.secret_hash', '=', hashSecret(secret))
     .where('download_secrets.uses_left', '>', 0)
-    .where(isLive)
+    .where(isLive())
     .returning(DOWNLOADABLE)
     .executeTakeFirst();
 }
@@ -71,6 +69,6 @@ export async function peekDownloadSecret(db: Kysely<Database>, secret: string): 
     .select(DOWNLOADABLE)
     .where('download_secrets.secret_hash', '=', hashSecret(secret))
     .where('download_secrets.uses_left', '>', 0)
-    .where(isLive)
+    .where(isLive())
     .executeTakeFirst();
 }

@@ -1,6 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
-import type { RemoveBlobs } from '../storage/blob-store.js';
+import { sql } from 'kysely';
+import { dropBytes, type ServiceContext } from './context.js';
 import { deleteExpiredTokens } from './tokens.js';
 
 export const SWEEP_BATCH_SIZE = 500;
@@ -17,7 +16,8 @@ export interface SweepResult {
  * the same moment are skipped (SKIP LOCKED), so concurrent sweepers neither wait on nor fail over
  * each other, and each row is deleted, and counted, by exactly one of them.
  */
-export async function sweepExpired(db: Kysely<Database>, removeBlobs: RemoveBlobs, batchSize = SWEEP_BATCH_SIZE): Promise<SweepResult> {
+export async function sweepExpired(ctx: ServiceContext, batchSize = SWEEP_BATCH_SIZE): Promise<SweepResult> {
+  const { db } = ctx;
   let files = 0;
   for (;;) {
     const { rows } = await sql<{ storage_key: string }>`
@@ -26,7 +26,7 @@ export async function sweepExpired(db: Kysely<Database>, removeBlobs: RemoveBlob
         ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED)
       RETURNING storage_key`.execute(db);
     // The rows are committed away: the bytes can never be served again, whatever happens to them.
-    await removeBlobs(rows.map((row) => row.storage_key));
+    await dropBytes(ctx, rows.map((row) => row.storage_key));
     files += rows.length;
     if (rows.length < batchSize) break;
   }

@@ -1,9 +1,7 @@
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database, FileRow } from '../../db/schema.js';
-import { failure } from '../errors.js';
-import { NOT_YOUR_BUCKET_MESSAGE, UNKNOWN_BUCKET_MESSAGE } from './buckets.js';
-
-export const FILE_NOT_FOUND = 'Could not find that file.';
+import { refused } from '../errors.js';
+import { dropBytes, type ServiceContext } from './context.js';
 
 /** The File object of the specification: exactly its nine fields. */
 export interface FileView {
@@ -19,6 +17,11 @@ export interface FileView {
 }
 
 export type FileWithBucket = FileRow & { bucket_name: string };
+
+/** A file is gone from the instant it expires, whether or not the sweeper has removed it yet. */
+export function isLive(table = 'files'): RawBuilder<boolean> {
+  return sql<boolean>`${sql.ref(`${table}.expires_at`)} > now()`;
+}
 
 /** `<base>/<BucketName>/<RealFileName>`, each segment percent-encoded; computed when read, so it follows renames. */
 export function internetPath(baseUrl: string, bucketName: string, fileName: string): string {
@@ -39,16 +42,13 @@ export function fileView(row: FileWithBucket, baseUrl: string, pendingDownloads 
   };
 }
 
-/** A file is gone from the instant it expires, whether or not the sweeper has removed it yet. */
-export const isLive = (eb: ExpressionBuilder<Database, 'files'>) => eb('files.expires_at', '>', sql<Date>`now()`);
-
 function filesWithBucket(db: Kysely<Database>) {
   return db
     .selectFrom('files')
     .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
     .selectAll('files')
     .select('buckets.name as bucket_name')
-    .where(isLive);
+    .where(isLive());
 }
 
 /** Live files among the keys, each once, in the order asked. */
@@ -62,7 +62,7 @@ export async function findLiveFiles(db: Kysely<Database>, fileKeys: readonly num
 
 export async function findLiveFile(db: Kysely<Database>, fileKey: number): Promise<FileWithBucket> {
   const [row] = await findLiveFiles(db, [fileKey]);
-  if (!row) throw failure(FILE_NOT_FOUND);
+  if (!row) throw refused.fileNotFound();
   return row;
 }
 
@@ -73,31 +73,24 @@ export async function listBucketFiles(db: Kysely<Database>, appId: string, bucke
     .select(['app_id', 'open_to_read'])
     .where('bucket_id', '=', bucketId)
     .executeTakeFirst();
-  if (!bucket) throw failure(UNKNOWN_BUCKET_MESSAGE);
-  if (bucket.app_id !== appId && !bucket.open_to_read) throw failure(NOT_YOUR_BUCKET_MESSAGE);
+  if (!bucket) throw refused.unknownBucket();
+  if (bucket.app_id !== appId && !bucket.open_to_read) throw refused.notYourBucket();
   return filesWithBucket(db).where('files.bucket_id', '=', bucketId).orderBy('files.file_key').execute();
 }
 
-/**
- * Deletes one live file of the app's own buckets; returns the storage key of its bytes, which the
- * caller removes after this commit (the row going first means the bytes are never served again).
- */
-export async function deleteFile(db: Kysely<Database>, appId: string, fileKey: number): Promise<string> {
-  const row = await db
+/** Deletes one live file of the app's own buckets: the row first, so its bytes are never served again, then the bytes. */
+export async function deleteFile(ctx: ServiceContext, appId: string, fileKey: number): Promise<void> {
+  const row = await ctx.db
     .selectFrom('files')
     .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
     .select(['buckets.app_id'])
     .where('files.file_key', '=', fileKey)
-    .where(isLive)
+    .where(isLive())
     .executeTakeFirst();
-  if (!row) throw failure(FILE_NOT_FOUND);
-  if (row.app_id !== appId) throw failure(NOT_YOUR_BUCKET_MESSAGE);
-  const deleted = await db
-    .deleteFrom('files')
-    .where('file_key', '=', fileKey)
-    .returning('storage_key')
-    .executeTakeFirst();
+  if (!row) throw refused.fileNotFound();
+  if (row.app_id !== appId) throw refused.notYourBucket();
+  const deleted = await ctx.db.deleteFrom('files').where('file_key', '=', fileKey).returning('storage_key').executeTakeFirst();
   // Deleted concurrently by another request: it is gone, which is what was asked.
-  if (!deleted) throw failure(FILE_NOT_FOUND);
-  return deleted.storage_key;
+  if (!deleted) throw refused.fileNotFound();
+  await dropBytes(ctx, [deleted.storage_key]);
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { hashSecret, randomSecret } from './secrets.js';
+import { refused } from '../errors.js';
+import { hashSecret, randomSecret } from './secret-hashing.js';
 
 export interface IssuedToken {
   accessToken: string;
@@ -21,15 +22,16 @@ export async function issueToken(db: Kysely<Database>, appId: string, lifetimeSe
   return { accessToken, deadTime };
 }
 
-/** The app a live token belongs to, or undefined for a bad, expired or revoked token. */
-export async function appIdForToken(db: Kysely<Database>, accessToken: string): Promise<string | undefined> {
+/** The app a live token belongs to; a bad, expired or revoked token is refused. */
+export async function appForToken(db: Kysely<Database>, accessToken: string): Promise<string> {
   const row = await db
     .selectFrom('access_tokens')
     .select('app_id')
     .where('token_hash', '=', hashSecret(accessToken))
     .where('expires_at', '>', new Date())
     .executeTakeFirst();
-  return row?.app_id;
+  if (!row) throw refused.invalidToken();
+  return row.app_id;
 }
 
 /** Removes tokens that have expired; returns how many. */

@@ -1,32 +1,39 @@
+import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
+import { isDatabaseError } from '../../db/errors.js';
 import type { Database, NewFile } from '../../db/schema.js';
-import { failure } from '../errors.js';
-import type { IncomingBlob, RemoveBlobs } from '../storage/blob-store.js';
-import { UNKNOWN_BUCKET_MESSAGE } from './buckets.js';
+import { refused } from '../errors.js';
+import type { BlobWrite } from '../storage/blob-store.js';
+import { dropBytes, type ServiceContext } from './context.js';
 import { isLive } from './files.js';
 import { fileExtension } from './file-names.js';
 
-export const NAME_TAKEN = 'There already exists a file with that name.';
-export const UPLOAD_NOT_ALLOWED = 'You may not upload into this bucket.';
 const DAY_MS = 24 * 60 * 60 * 1000;
-const UNIQUE_VIOLATION = '23505';
-const FOREIGN_KEY_VIOLATION = '23503';
 
-export interface UploadTarget {
-  bucketId: number;
-  bucketName: string;
+/** A bucket the uploading app may write into, found by authorizeUpload(). */
+export interface UploadBucket {
+  readonly bucketId: number;
+  readonly bucketName: string;
+}
+
+/** Where an upload goes and for how long: known once the upload is authorized and its fields read. */
+export interface UploadTarget extends UploadBucket {
+  readonly fileName: string;
+  readonly aliveDays: number;
+}
+
+export interface StoredFile {
+  readonly fileKey: number;
+  readonly fileName: string;
+  readonly bucketName: string;
+  readonly size: number;
 }
 
 /**
  * The bucket an app may upload into (its own, or any that is OpenToUpload), in one query that also
  * refuses early when a live file holds the name; the insert remains the authority for races.
  */
-export async function authorizeUpload(
-  db: Kysely<Database>,
-  appId: string,
-  bucketId: number,
-  fileName: string | undefined,
-): Promise<UploadTarget> {
+export async function authorizeUpload(db: Kysely<Database>, appId: string, bucketId: number, fileName: string | undefined): Promise<UploadBucket> {
   const bucket = await db
     .selectFrom('buckets')
     .select(['name', 'app_id', 'open_to_upload'])
@@ -38,16 +45,84 @@ export async function authorizeUpload(
             .select('file_key')
             .whereRef('files.bucket_id', '=', 'buckets.bucket_id')
             .where('files.real_file_name', '=', fileName ?? '')
-            .where(isLive),
+            .where(isLive()),
         )
         .as('name_taken'),
     )
     .where('bucket_id', '=', bucketId)
     .executeTakeFirst();
-  if (!bucket) throw failure(UNKNOWN_BUCKET_MESSAGE);
-  if (bucket.app_id !== appId && !bucket.open_to_upload) throw failure(UPLOAD_NOT_ALLOWED);
-  if (bucket.name_taken) throw failure(NAME_TAKEN);
+  if (!bucket) throw refused.unknownBucket();
+  if (bucket.app_id !== appId && !bucket.open_to_upload) throw refused.uploadNotAllowed();
+  if (bucket.name_taken) throw refused.fileNameTaken();
   return { bucketId, bucketName: bucket.name };
+}
+
+/**
+ * The upload flow, for every way a file comes in: the bytes stream into the store (metered, never
+ * past maxBytes); then the target is decided (a multipart form may carry its fields after the
+ * file); then the bytes are made durable and the row is committed. Whatever fails, nothing is left.
+ */
+export async function storeUpload(
+  ctx: ServiceContext,
+  source: Readable,
+  options: { maxBytes: number; target: () => Promise<UploadTarget> },
+): Promise<StoredFile> {
+  const written = await ctx.storage.write(source, { maxBytes: options.maxBytes });
+  let target: UploadTarget;
+  try {
+    target = await options.target();
+  } catch (error) {
+    await written.abort();
+    throw error;
+  }
+  return commitUpload(ctx, written, target);
+}
+
+/**
+ * Makes written bytes a file: durable under their key first, then the row, so no row ever names
+ * bytes that could be lost. If the row cannot be written the bytes are removed. An expired file
+ * holding the same name gives way to the new one.
+ */
+export async function commitUpload(ctx: ServiceContext, written: BlobWrite, target: UploadTarget): Promise<StoredFile> {
+  let fileKey: number;
+  let replaced: string[];
+  try {
+    await written.commit();
+    ({ fileKey, replaced } = await insertFile(ctx.db, fileRow(written, target)));
+  } catch (error) {
+    await written.abort();
+    throw error;
+  }
+  await dropBytes(ctx, replaced);
+  return { fileKey, fileName: target.fileName, bucketName: target.bucketName, size: written.size };
+}
+
+function fileRow(written: BlobWrite, target: UploadTarget): NewFile {
+  const uploadTime = new Date();
+  return {
+    bucket_id: target.bucketId,
+    real_file_name: target.fileName,
+    file_extension: fileExtension(target.fileName),
+    size_bytes: written.size,
+    upload_time: uploadTime,
+    alive_days: target.aliveDays,
+    expires_at: new Date(uploadTime.getTime() + target.aliveDays * DAY_MS),
+    storage_key: written.key,
+    sha256: written.sha256,
+  };
+}
+
+/** One statement on the common path; only a name clash takes the slower path of replaceExpiredHolder(). */
+async function insertFile(db: Kysely<Database>, row: NewFile): Promise<{ fileKey: number; replaced: string[] }> {
+  try {
+    const inserted = await db.insertInto('files').values(row).returning('file_key').executeTakeFirstOrThrow();
+    return { fileKey: inserted.file_key, replaced: [] };
+  } catch (error) {
+    // The bucket was deleted while the body streamed in.
+    if (isDatabaseError(error, 'foreign-key-violation')) throw refused.unknownBucket();
+    if (!isDatabaseError(error, 'unique-violation')) throw error;
+  }
+  return replaceExpiredHolder(db, row);
 }
 
 /**
@@ -64,63 +139,14 @@ async function replaceExpiredHolder(db: Kysely<Database>, row: NewFile): Promise
         .where('expires_at', '<=', row.upload_time)
         .returning('storage_key')
         .execute();
-      if (expired.length === 0) throw failure(NAME_TAKEN);
+      if (expired.length === 0) throw refused.fileNameTaken();
       const inserted = await trx.insertInto('files').values(row).returning('file_key').executeTakeFirstOrThrow();
       return { fileKey: inserted.file_key, replaced: expired.map((r) => r.storage_key) };
     });
   } catch (error) {
     // Another upload took the name in the meantime.
-    if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw failure(NAME_TAKEN);
+    if (isDatabaseError(error, 'unique-violation')) throw refused.fileNameTaken();
+    if (isDatabaseError(error, 'foreign-key-violation')) throw refused.unknownBucket();
     throw error;
   }
-}
-
-export interface StoredUpload {
-  fileKey: number;
-  fileName: string;
-  bucketName: string;
-}
-
-/**
- * Makes an upload durable and visible, in that order: fsync and rename the bytes, then commit the
- * row. If the row cannot be written the bytes are removed, so a refused upload leaves nothing.
- * An expired file holding the same name gives way to the new one.
- */
-export async function storeUpload(
-  db: Kysely<Database>,
-  removeBlobs: RemoveBlobs,
-  input: { target: UploadTarget; blob: IncomingBlob; fileName: string; aliveDays: number },
-): Promise<StoredUpload> {
-  const { target, blob, fileName, aliveDays } = input;
-  await blob.commit();
-  const uploadTime = new Date();
-  const row = {
-    bucket_id: target.bucketId,
-    real_file_name: fileName,
-    file_extension: fileExtension(fileName),
-    size_bytes: blob.size,
-    upload_time: uploadTime,
-    alive_days: aliveDays,
-    expires_at: new Date(uploadTime.getTime() + aliveDays * DAY_MS),
-    storage_key: blob.storageKey,
-    sha256: blob.sha256,
-  };
-  let fileKey: number;
-  let replaced: string[] = [];
-  try {
-    // One statement on the common path; only a name clash takes the slower path below.
-    fileKey = (await db.insertInto('files').values(row).returning('file_key').executeTakeFirstOrThrow()).file_key;
-  } catch (error) {
-    try {
-      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
-      ({ fileKey, replaced } = await replaceExpiredHolder(db, row));
-    } catch (failed) {
-      await blob.discard();
-      // The bucket was deleted while the body streamed in.
-      if ((failed as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw failure(UNKNOWN_BUCKET_MESSAGE);
-      throw failed;
-    }
-  }
-  await removeBlobs(replaced);
-  return { fileKey, fileName, bucketName: target.bucketName };
 }

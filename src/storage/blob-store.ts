@@ -1,61 +1,82 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
-/** Thrown by receive() when the body passes maxBytes; the temp file is already removed. */
-export class BlobTooLargeError extends Error {
-  constructor(readonly maxBytes: number) {
-    super(`The body is larger than ${maxBytes} bytes.`);
-    this.name = 'BlobTooLargeError';
-  }
+/**
+ * Where file bytes live. Nothing here is about files or paths: a disk and an object store both
+ * fill it, and everything above it (uploads, downloads, sweeps) is written once against it.
+ */
+export interface BlobStore {
+  /** What and where, for logs: never a secret. */
+  readonly description: string;
+  /** Creates what the store needs (folders, the bucket); safe to call on every start. */
+  prepare(): Promise<void>;
+  /** Resolves when a new write can succeed now; else rejects with a StorageError ('full' or 'unavailable'). */
+  checkWritable(): Promise<void>;
+  /**
+   * Streams `source` in, counting and hashing on the way, and resolves once every byte is in the
+   * store but not yet visible under its key. Rejects with StorageError 'too-large' past maxBytes,
+   * 'full' or 'unavailable' when the store fails, or with the source's own error; in every case
+   * nothing is left behind. The source is never destroyed by the store: on failure it is unpiped
+   * and left flowing, so the request it belongs to can still be answered.
+   */
+  write(source: Readable, limits: { maxBytes: number }): Promise<BlobWrite>;
+  /** The stored bytes of `key`, or the inclusive `range` of them; StorageError 'not-found' if there are none. */
+  open(key: string, range?: ByteRange): Promise<BlobRead>;
+  /** Removes stored objects; missing ones are ignored. */
+  remove(keys: readonly string[]): Promise<void>;
+  /** Every stored object, a page at a time, so a huge store is never listed in memory. */
+  listObjects(): AsyncIterable<readonly StoredObject[]>;
+  /** Writes that were begun and never committed nor aborted (a crash, a lost connection), a page at a time. */
+  listIncompleteWrites(): AsyncIterable<readonly IncompleteWrite[]>;
+  /** Removes incomplete writes by their ids; missing ones are ignored. */
+  removeIncompleteWrites(ids: readonly string[]): Promise<void>;
 }
 
-/** Bytes written to a temp file, not yet visible as a stored object. */
-export interface IncomingBlob {
-  /** Random, unguessable, [a-z0-9] only, 128 bits. */
-  readonly storageKey: string;
+/** A write whose bytes are all in the store, waiting for the decision to keep them. */
+export interface BlobWrite {
+  /** Random, unguessable, [a-z0-9] only. */
+  readonly key: string;
   /** Bytes. */
   readonly size: number;
   /** Hex. */
   readonly sha256: string;
-  /** fsync the temp file, rename it to its final place, fsync the folder: after this the bytes are durable. Call once. */
+  /** Makes the bytes durable and visible under `key`. Call once. */
   commit(): Promise<void>;
-  /**
-   * Remove the temp file (or the committed object, if commit already happened and the caller failed
-   * afterwards, e.g. the database insert failed). Idempotent; never throws.
-   */
-  discard(): Promise<void>;
+  /** Removes what the write left, the committed object included; idempotent, never throws. */
+  abort(): Promise<void>;
 }
 
-/** Where file bytes live. The disk implementation is the only one today; object storage may follow. */
-export interface BlobStore {
-  /** Creates what the store needs (folders); safe to call on every start. */
-  prepare(): Promise<void>;
-  /** Whether new bytes can be written right now. */
-  isWritable(): Promise<boolean>;
-  /** Free bytes on the volume that holds the store (fs.statfs: bavail * bsize). */
-  freeBytes(): Promise<number>;
-  /**
-   * Streams source into a new temp file, counting and hashing on the way. Rejects with
-   * BlobTooLargeError past maxBytes, or with the source's or the disk's error (its `code` kept, e.g.
-   * ENOSPC), always after removing the temp file. On rejection the source is unpiped and, unless it
-   * failed itself, left flowing so the rest of it is consumed and a multipart parser behind it
-   * never stalls; calling `source.resume()` again is harmless.
-   */
-  receive(source: Readable, options: { maxBytes: number }): Promise<IncomingBlob>;
-  /** Absolute path of a stored object (for serving with sendFile). Throws for keys that are not [a-z0-9]+. */
-  pathOf(storageKey: string): string;
-  /** Removes stored objects; a missing one is ignored. */
-  remove(storageKeys: readonly string[]): Promise<void>;
-  /**
-   * Removes temp files whose mtime is older than olderThanMs, and stored objects older than
-   * olderThanMs for which referenced() does not return their key. Never touches anything younger
-   * (an upload in progress, or one renamed but not yet in the database). Asks referenced() in
-   * batches so a huge store is never listed in memory.
-   */
-  sweepOrphans(options: {
-    olderThanMs: number;
-    referenced(keys: readonly string[]): Promise<ReadonlySet<string>>;
-  }): Promise<{ tempRemoved: number; objectsRemoved: number }>;
+/** First and last byte, both included. */
+export interface ByteRange {
+  readonly start: number;
+  readonly end: number;
 }
 
-/** Deletes stored bytes; called only after the rows that named them are committed away. */
-export type RemoveBlobs = (storageKeys: string[]) => Promise<void>;
+export interface BlobRead {
+  /** The bytes asked for; destroying it stops the read. */
+  readonly stream: Readable;
+  /** Bytes of the whole object. */
+  readonly size: number;
+}
+
+export interface StoredObject {
+  readonly key: string;
+  readonly modifiedAt: Date;
+}
+
+export interface IncompleteWrite {
+  readonly id: string;
+  readonly startedAt: Date;
+}
+
+const KEY = /^[a-z0-9]{1,128}$/;
+
+/** 128 random bits: a key names bytes that nobody can guess. */
+export function newStorageKey(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** Only keys the service made are ever resolved, so no key reaches outside the store. */
+export function isStorageKey(key: string): boolean {
+  return KEY.test(key);
+}

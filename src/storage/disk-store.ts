@@ -1,34 +1,35 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { access, constants, lstat, mkdir, open, opendir, rename, rm, statfs, unlink } from 'node:fs/promises';
+import { constants, createWriteStream } from 'node:fs';
+import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { finished, Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { BlobTooLargeError, type BlobStore, type IncomingBlob } from './blob-store.js';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
+import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
+import { meter, METER_HIGH_WATER_MARK } from './meter.js';
 
-const KEY = /^[a-z0-9]+$/;
-/**
- * Buffer between the network, the hash and the disk, per upload. With the default 16 KiB, writes
- * are small and hashing (on the main thread) and writing (on the thread pool) overlap less:
- * uploads measured 15 to 25 % slower.
- */
-const HIGH_WATER_MARK = 1024 * 1024;
+/** Read chunks of 1 MiB: Node's default 16 KiB chunks make large downloads about three times slower. */
+const READ_HIGH_WATER_MARK = 1024 * 1024;
 /** How many files remove() unlinks at once. */
 const PARALLEL_UNLINKS = 64;
+const TEMP_SUFFIX = '.part';
 
 export interface DiskStoreOptions {
-  /** Keys per referenced() call in sweepOrphans(), and files examined at once. */
-  sweepBatchSize?: number;
+  /** Writes are refused (as 'full') while the volume has less free space. */
+  minFreeBytes?: number;
+  /** Entries per page of listObjects() and listIncompleteWrites(). */
+  pageSize?: number;
 }
 
 /**
- * Bytes under one folder: `tmp/` for uploads in progress and `objects/` for stored files, on the
- * same file system so a finished upload is moved into place by an atomic rename.
+ * Bytes under one folder: `tmp/` for writes in progress and `objects/<first two>/<key>` for stored
+ * ones, on one file system so a finished write is moved into place by an atomic rename.
  */
 export class DiskStore implements BlobStore {
   readonly tmpDir: string;
   readonly objectsDir: string;
-  readonly #sweepBatchSize: number;
+  readonly description: string;
+  readonly #minFreeBytes: number;
+  readonly #pageSize: number;
 
   constructor(
     readonly root: string,
@@ -36,7 +37,9 @@ export class DiskStore implements BlobStore {
   ) {
     this.tmpDir = path.join(root, 'tmp');
     this.objectsDir = path.join(root, 'objects');
-    this.#sweepBatchSize = options.sweepBatchSize ?? 500;
+    this.description = `disk at ${root}`;
+    this.#minFreeBytes = options.minFreeBytes ?? 0;
+    this.#pageSize = options.pageSize ?? 500;
   }
 
   async prepare(): Promise<void> {
@@ -44,132 +47,132 @@ export class DiskStore implements BlobStore {
     await mkdir(this.objectsDir, { recursive: true });
   }
 
-  async isWritable(): Promise<boolean> {
+  async checkWritable(): Promise<void> {
+    let free: number;
     try {
       await access(this.tmpDir, constants.W_OK);
       await access(this.objectsDir, constants.W_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  async freeBytes(): Promise<number> {
-    const stats = await statfs(this.root);
-    return stats.bavail * stats.bsize;
-  }
-
-  async receive(source: Readable, { maxBytes }: { maxBytes: number }): Promise<IncomingBlob> {
-    const storageKey = randomBytes(16).toString('hex');
-    const tempPath = path.join(this.tmpDir, `${storageKey}.part`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const meter = new Transform({
-      highWaterMark: HIGH_WATER_MARK,
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length;
-        // Refused before it is passed on, so no byte past the limit reaches the disk.
-        if (size > maxBytes) return done(new BlobTooLargeError(maxBytes));
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
-    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: HIGH_WATER_MARK });
-
-    // pipeline(source, …) would destroy the source on failure, and a destroyed multipart file stream
-    // stops the parsing of the request the caller still has to answer; so the source is piped by
-    // hand and its end watched.
-    const stopWatching = finished(source, { writable: false }, (error) => {
-      if (error) meter.destroy(error);
-    });
-    source.pipe(meter);
-    try {
-      await pipeline(meter, file);
+      const stats = await statfs(this.root);
+      free = stats.bavail * stats.bsize;
     } catch (error) {
-      source.unpipe(meter);
-      if (!source.destroyed) {
-        // Consume the rest so nothing upstream waits for a reader that is gone.
-        source.on('error', ignore);
-        source.resume();
-      }
+      throw fromFileSystemError(error);
+    }
+    if (free < this.#minFreeBytes) throw new StorageError('full', `disk: ${free} bytes free, below the floor of ${this.#minFreeBytes}`);
+  }
+
+  async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
+    const key = newStorageKey();
+    const tempPath = path.join(this.tmpDir, `${key}${TEMP_SUFFIX}`);
+    const metered = meter(source, maxBytes);
+    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: METER_HIGH_WATER_MARK });
+    // Only the file system's own errors: pipeline() also destroys the file with the meter's or source's.
+    let diskError: unknown;
+    file.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.syscall) diskError = error;
+    });
+    try {
+      await pipeline(metered, file);
+    } catch (error) {
       // pipeline() settles on the first error, possibly before the file is even open: removing it
       // earlier could leave a file created after the removal.
       if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
-      // The caller needs the original error (its code); a leftover is swept later.
-      await rm(tempPath, { force: true }).catch(ignore);
-      throw error;
-    } finally {
-      stopWatching();
+      await rm(tempPath, { force: true }).catch(() => {});
+      throw error === diskError ? fromFileSystemError(error) : error;
     }
-    return new DiskBlob(storageKey, size, hash.digest('hex'), tempPath, this.pathOf(storageKey));
+    return new DiskWrite(key, metered.size, metered.sha256(), tempPath, this.#objectPath(key));
   }
 
-  pathOf(storageKey: string): string {
-    if (!KEY.test(storageKey)) throw new Error(`Not a storage key: ${JSON.stringify(storageKey)}`);
-    return path.join(this.objectsDir, storageKey.slice(0, 2), storageKey);
+  async open(key: string, range?: ByteRange): Promise<BlobRead> {
+    const handle = await open(this.#objectPath(key), 'r').catch((error: unknown) => {
+      throw fromFileSystemError(error, 'not-found');
+    });
+    try {
+      const { size } = await handle.stat();
+      const stream = handle.createReadStream({ start: range?.start, end: range?.end, highWaterMark: READ_HIGH_WATER_MARK });
+      return { stream, size };
+    } catch (error) {
+      await handle.close();
+      throw fromFileSystemError(error);
+    }
   }
 
-  async remove(storageKeys: readonly string[]): Promise<void> {
-    const paths = storageKeys.map((key) => this.pathOf(key));
+  async remove(keys: readonly string[]): Promise<void> {
+    const paths = keys.map((key) => this.#objectPath(key));
     for (let i = 0; i < paths.length; i += PARALLEL_UNLINKS) {
       await Promise.all(paths.slice(i, i + PARALLEL_UNLINKS).map(unlinkIfPresent));
     }
   }
 
-  async sweepOrphans({
-    olderThanMs,
-    referenced,
-  }: {
-    olderThanMs: number;
-    referenced(keys: readonly string[]): Promise<ReadonlySet<string>>;
-  }): Promise<{ tempRemoved: number; objectsRemoved: number }> {
-    const cutoff = Date.now() - olderThanMs;
-    let tempRemoved = 0;
-    let objectsRemoved = 0;
-
-    let temps: string[] = [];
-    const sweepTemps = async () => {
-      const old = await olderThan(temps, cutoff);
-      temps = [];
-      tempRemoved += await unlinkAll(old);
-    };
-    for await (const entry of await opendir(this.tmpDir)) {
-      if (!entry.isFile()) continue;
-      temps.push(path.join(this.tmpDir, entry.name));
-      if (temps.length >= this.#sweepBatchSize) await sweepTemps();
-    }
-    await sweepTemps();
-
-    let keys: string[] = [];
-    const sweepObjects = async () => {
-      const paths = new Map(keys.map((key) => [this.pathOf(key), key]));
-      keys = [];
-      const old = (await olderThan([...paths.keys()], cutoff)).map((file) => paths.get(file)!);
-      if (old.length === 0) return;
-      const keep = await referenced(old);
-      objectsRemoved += await unlinkAll(old.filter((key) => !keep.has(key)).map((key) => this.pathOf(key)));
-    };
+  async *listObjects(): AsyncIterable<readonly StoredObject[]> {
+    let page: string[] = [];
     for await (const folder of await opendir(this.objectsDir)) {
       if (!folder.isDirectory()) continue;
       for await (const entry of await opendir(path.join(this.objectsDir, folder.name))) {
-        // Only what pathOf() would point at: anything else is not ours to judge.
-        if (!entry.isFile() || !KEY.test(entry.name) || entry.name.slice(0, 2) !== folder.name) continue;
-        keys.push(entry.name);
-        if (keys.length >= this.#sweepBatchSize) await sweepObjects();
+        // Only what #objectPath() would point at: anything else is not the store's to judge.
+        if (!entry.isFile() || !isStorageKey(entry.name) || entry.name.slice(0, 2) !== folder.name) continue;
+        page.push(entry.name);
+        if (page.length >= this.#pageSize) {
+          yield await this.#withTimes(page, (key) => this.#objectPath(key));
+          page = [];
+        }
       }
     }
-    await sweepObjects();
+    if (page.length > 0) yield await this.#withTimes(page, (key) => this.#objectPath(key));
+  }
 
-    return { tempRemoved, objectsRemoved };
+  async *listIncompleteWrites(): AsyncIterable<readonly IncompleteWrite[]> {
+    const started = async (ids: string[]) =>
+      (await this.#withTimes(ids, (id) => this.#tempPath(id))).map(({ key, modifiedAt }) => ({ id: key, startedAt: modifiedAt }));
+    let page: string[] = [];
+    for await (const entry of await opendir(this.tmpDir)) {
+      const id = entry.name.slice(0, -TEMP_SUFFIX.length);
+      if (!entry.isFile() || !entry.name.endsWith(TEMP_SUFFIX) || !isStorageKey(id)) continue;
+      page.push(id);
+      if (page.length >= this.#pageSize) {
+        yield await started(page);
+        page = [];
+      }
+    }
+    if (page.length > 0) yield await started(page);
+  }
+
+  async removeIncompleteWrites(ids: readonly string[]): Promise<void> {
+    await Promise.all(ids.map((id) => unlinkIfPresent(this.#tempPath(id))));
+  }
+
+  #objectPath(key: string): string {
+    if (!isStorageKey(key)) throw new Error(`Not a storage key: ${JSON.stringify(key)}`);
+    return path.join(this.objectsDir, key.slice(0, 2), key);
+  }
+
+  #tempPath(id: string): string {
+    if (!isStorageKey(id)) throw new Error(`Not a write id: ${JSON.stringify(id)}`);
+    return path.join(this.tmpDir, `${id}${TEMP_SUFFIX}`);
+  }
+
+  /** The names with their files' modification times; files gone meanwhile are left out. */
+  async #withTimes(names: readonly string[], pathOf: (name: string) => string): Promise<StoredObject[]> {
+    const times = await Promise.all(
+      names.map((name) =>
+        lstat(pathOf(name)).then(
+          (stats) => stats.mtime,
+          (error: NodeJS.ErrnoException) => {
+            if (error.code === 'ENOENT') return undefined;
+            throw fromFileSystemError(error);
+          },
+        ),
+      ),
+    );
+    return names.flatMap((key, i) => (times[i] ? [{ key, modifiedAt: times[i] }] : []));
   }
 }
 
-class DiskBlob implements IncomingBlob {
-  #state: 'received' | 'committing' | 'discarded' = 'received';
+class DiskWrite implements BlobWrite {
+  #state: 'written' | 'committing' | 'aborted' = 'written';
   #commit: Promise<void> | undefined;
 
   constructor(
-    readonly storageKey: string,
+    readonly key: string,
     readonly size: number,
     readonly sha256: string,
     private readonly tempPath: string,
@@ -177,12 +180,15 @@ class DiskBlob implements IncomingBlob {
   ) {}
 
   commit(): Promise<void> {
-    if (this.#state !== 'received') return Promise.reject(new Error(`This blob is already ${this.#state}.`));
+    if (this.#state !== 'written') return Promise.reject(new Error(`This write is already ${this.#state}.`));
     this.#state = 'committing';
-    this.#commit = this.#moveIntoPlace();
+    this.#commit = this.#moveIntoPlace().catch((error: unknown) => {
+      throw isStorageError(error) ? error : fromFileSystemError(error);
+    });
     return this.#commit;
   }
 
+  /** fsync the temp file, rename it into place, fsync the folder: after this the bytes survive a crash. */
   async #moveIntoPlace(): Promise<void> {
     await syncPath(this.tempPath, 'r+');
     const folder = path.dirname(this.objectPath);
@@ -193,14 +199,14 @@ class DiskBlob implements IncomingBlob {
     if (created !== undefined) await syncPath(path.dirname(folder), 'r');
   }
 
-  async discard(): Promise<void> {
-    this.#state = 'discarded';
+  async abort(): Promise<void> {
+    this.#state = 'aborted';
     try {
-      await this.#commit?.catch(ignore);
+      await this.#commit?.catch(() => {});
       // Both: a commit that failed half-way may have left the bytes in either place.
       await Promise.all([rm(this.tempPath, { force: true }), rm(this.objectPath, { force: true })]);
     } catch {
-      // Whatever is left has no row and is old soon: sweepOrphans() removes it.
+      // Whatever is left has no row: the orphan sweep removes it.
     }
   }
 }
@@ -214,36 +220,10 @@ async function syncPath(file: string, flags: 'r' | 'r+'): Promise<void> {
   }
 }
 
-/** The files of `files` last modified before `cutoff`; vanished ones are left out. */
-async function olderThan(files: readonly string[], cutoff: number): Promise<string[]> {
-  const times = await Promise.all(
-    files.map((file) =>
-      lstat(file).then(
-        (stats) => stats.mtimeMs,
-        (error: NodeJS.ErrnoException) => {
-          if (error.code === 'ENOENT') return Infinity;
-          throw error;
-        },
-      ),
-    ),
-  );
-  return files.filter((_, i) => times[i]! < cutoff);
-}
-
-/** How many of `files` this call removed: another instance sweeping at once may win some. */
-async function unlinkAll(files: readonly string[]): Promise<number> {
-  const removed = await Promise.all(files.map(unlinkIfPresent));
-  return removed.filter(Boolean).length;
-}
-
-async function unlinkIfPresent(file: string): Promise<boolean> {
+async function unlinkIfPresent(file: string): Promise<void> {
   try {
     await unlink(file);
-    return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw fromFileSystemError(error);
   }
 }
-
-function ignore(): void {}

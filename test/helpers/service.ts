@@ -7,6 +7,7 @@ import tap, { type Test } from 'tap';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createApp, type AppCredentials } from '../../src/services/apps.js';
+import type { ServiceContext } from '../../src/services/context.js';
 import { prepareDatabase } from '../../src/services/startup.js';
 import type { DatabaseHandle } from '../../db/connect.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -21,6 +22,8 @@ export interface TestService {
   token(appId: string, appSecret: string): Promise<string>;
   /** Listens on a free loopback port, for tests that need a real socket; returns the base URL. */
   listen(): Promise<string>;
+  /** What the services work with, as a request of this instance would give them. */
+  context(): ServiceContext;
 }
 
 /** A form post, as the original clients send it. */
@@ -92,6 +95,7 @@ export async function startService(t: Test, options: ServiceOptions = {}): Promi
     logs,
     token,
     listen: () => app.listen({ port: 0, host: '127.0.0.1' }),
+    context: () => ({ db: app.db, storage: app.storage, log: app.log }),
     newApp: async () => {
       const credentials = await createApp(database.db);
       return { ...credentials, token: await token(credentials.appId, credentials.appSecret) };

@@ -1,19 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { access, mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import type { BlobStore } from '../../src/storage/blob-store.js';
+import { isStorageError } from '../../src/storage/errors.js';
 import type { TestService } from './service.js';
 
 export interface StoredFile {
   fileKey: number;
   storageKey: string;
-  /** Where the file's bytes are on disk. */
-  bytesPath: string;
+  /** The bytes stored. */
+  content: Buffer;
 }
 
 const DAY_MS = 86_400_000;
 
+/** Writes bytes into the store and commits them, as an upload does; returns their key. */
+export async function putBytes(storage: BlobStore, content: Buffer): Promise<string> {
+  const written = await storage.write(Readable.from([content]), { maxBytes: content.length });
+  await written.commit();
+  return written.key;
+}
+
 /**
- * Puts a file into a bucket the way an upload leaves it: bytes under the storage folder and a row.
+ * Puts a file into a bucket the way an upload leaves it: bytes in the service's store and a row.
  * `expired` backdates it so that it has outlived its AliveDays.
  */
 export async function storeFile(
@@ -21,10 +30,8 @@ export async function storeFile(
   bucketId: number,
   options: { expired?: boolean; name?: string } = {},
 ): Promise<StoredFile> {
-  const storageKey = randomBytes(16).toString('hex');
-  const bytesPath = path.join(service.config.storageDir, 'objects', storageKey.slice(0, 2), storageKey);
-  await mkdir(path.dirname(bytesPath), { recursive: true });
-  await writeFile(bytesPath, `bytes of ${storageKey}`);
+  const content = Buffer.from(`bytes of ${randomBytes(16).toString('hex')}`);
+  const storageKey = await putBytes(service.app.storage, content);
   const uploadTime = new Date(Date.now() - (options.expired ? 3 * DAY_MS : 0));
   const row = await service.app.db
     .insertInto('files')
@@ -32,7 +39,7 @@ export async function storeFile(
       bucket_id: bucketId,
       real_file_name: options.name ?? `${storageKey}.txt`,
       file_extension: '.txt',
-      size_bytes: 41,
+      size_bytes: content.length,
       upload_time: uploadTime,
       alive_days: 1,
       expires_at: new Date(uploadTime.getTime() + DAY_MS),
@@ -41,14 +48,33 @@ export async function storeFile(
     })
     .returning('file_key')
     .executeTakeFirstOrThrow();
-  return { fileKey: row.file_key, storageKey, bytesPath };
+  return { fileKey: row.file_key, storageKey, content };
 }
 
-export async function exists(filePath: string): Promise<boolean> {
+/** The stored bytes of a key, read back through the store; undefined when there are none. */
+export async function readBytes(storage: BlobStore, storageKey: string): Promise<Buffer | undefined> {
   try {
-    await access(filePath);
-    return true;
-  } catch {
-    return false;
+    return await buffer((await storage.open(storageKey)).stream);
+  } catch (error) {
+    if (isStorageError(error, 'not-found')) return undefined;
+    throw error;
   }
+}
+
+export async function hasBytes(storage: BlobStore, storageKey: string): Promise<boolean> {
+  return (await readBytes(storage, storageKey)) !== undefined;
+}
+
+/** Every stored key of the store. */
+export async function storedKeys(storage: BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const page of storage.listObjects()) keys.push(...page.map((object) => object.key));
+  return keys.sort();
+}
+
+/** Every incomplete write of the store (an upload streaming in, or one a crash left). */
+export async function incompleteWrites(storage: BlobStore): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const page of storage.listIncompleteWrites()) ids.push(...page.map((write) => write.id));
+  return ids.sort();
 }

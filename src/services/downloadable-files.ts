@@ -1,23 +1,35 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import { MAX_BUCKET_NAME_LENGTH } from './buckets.js';
 import { isLive } from './files.js';
 import { MAX_FILE_NAME_BYTES } from './file-names.js';
 
-/** What serving a file needs: its key for the counter, its bytes, and its name for the headers. */
+/** What serving a file needs: its key for the counter, its bytes, its name for the headers, and what validators come from. */
 export interface Downloadable {
   fileKey: number;
   storageKey: string;
   fileName: string;
+  size: number;
+  sha256: string;
+  uploadTime: Date;
 }
 
-const MAX_BUCKET_NAME_LENGTH = 25;
+/** The columns of a Downloadable, for every query that finds one. */
+export const DOWNLOADABLE = [
+  'files.file_key as fileKey',
+  'files.storage_key as storageKey',
+  'files.real_file_name as fileName',
+  'files.size_bytes as size',
+  'files.sha256 as sha256',
+  'files.upload_time as uploadTime',
+] as const;
 
 function liveReadableFiles(db: Kysely<Database>) {
   return db
     .selectFrom('files')
     .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
-    .select(['files.file_key as fileKey', 'files.storage_key as storageKey', 'files.real_file_name as fileName'])
-    .where(isLive)
+    .select(DOWNLOADABLE)
+    .where(isLive())
     .where('buckets.open_to_read', '=', true);
 }
 

@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { accessTokenParam } from '../../plugins/auth.js';
-import { defineOperation, field } from '../../plugins/validation.js';
+import { succeeded } from '../errors.js';
 import { deleteApp } from '../services/apps.js';
+import { appForToken } from '../services/tokens.js';
+import { field, param } from './binding.js';
+import { contextOf } from './context.js';
+import { defineOperation } from './operation.js';
 
 /** POST /API/DeleteApp: an app deletes itself with everything it owns. */
 export default async function appRoutes(fastify: FastifyInstance): Promise<void> {
@@ -11,13 +14,13 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
     summary: 'Delete the token’s app with its buckets, files, tokens and download secrets.',
     tag: 'Apps and tokens',
     params: {
-      AccessToken: accessTokenParam(),
+      AccessToken: param.accessToken(),
       AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),
     },
     handler: async ({ AccessToken, AppId }, request) => {
-      const tokenAppId = await fastify.appForToken(AccessToken);
-      await deleteApp(fastify.db, tokenAppId, AppId, (keys) => fastify.dropBlobs(keys, request.log));
-      return { Message: 'Successfully deleted that app and all files.' };
+      const tokenAppId = await appForToken(fastify.db, AccessToken);
+      await deleteApp(contextOf(request), tokenAppId, AppId);
+      return { Message: succeeded.appDeleted };
     },
   });
 }

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { accessTokenParam } from '../../plugins/auth.js';
-import { defineOperation, field, MAX_ID } from '../../plugins/validation.js';
-import { invalidInput } from '../errors.js';
+import { invalidInput, problems, succeeded } from '../errors.js';
 import { deleteFile, fileView, findLiveFile, findLiveFiles, listBucketFiles } from '../services/files.js';
+import { appForToken } from '../services/tokens.js';
+import { field, param } from './binding.js';
+import { contextOf } from './context.js';
+import { defineOperation } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
 import { fileSchema } from './schemas.js';
 
@@ -11,11 +13,9 @@ export const MAX_IDS = 1000;
 /** `Ids`: comma-separated FileKeys; blanks around and between entries are ignored. */
 export function parseIds(raw: string): number[] {
   const entries = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-  if (entries.length > MAX_IDS) throw invalidInput([`The field Ids may list at most ${MAX_IDS} FileKeys.`]);
+  if (entries.length > MAX_IDS) throw invalidInput([problems.tooManyIds(MAX_IDS)]);
   const bad = entries.filter((entry) => !/^\d{1,16}$/.test(entry) || !Number.isSafeInteger(Number(entry)) || Number(entry) < 1);
-  if (bad.length > 0) {
-    throw invalidInput(bad.slice(0, 10).map((entry) => `The value '${entry.slice(0, 40)}' is not a valid FileKey in Ids.`));
-  }
+  if (bad.length > 0) throw invalidInput(bad.slice(0, 10).map(problems.badIdInIds));
   return entries.map(Number);
 }
 
@@ -30,10 +30,10 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     summary: 'One live file by its FileKey; no token needed.',
     tag: 'Files',
     response: { File: fileSchema },
-    params: { FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
+    params: { FileKey: param.fileKey() },
     handler: async ({ FileKey }, request) => {
       const row = await findLiveFile(fastify.db, FileKey);
-      return { File: fileView(row, publicBaseUrl(request), counter.pending(row.file_key)), Message: 'Successfully get that file.' };
+      return { File: fileView(row, publicBaseUrl(request), counter.pending(row.file_key)), Message: succeeded.file };
     },
   });
 
@@ -47,7 +47,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     handler: async ({ Ids }, request) => {
       const rows = await findLiveFiles(fastify.db, parseIds(Ids));
       const base = publicBaseUrl(request);
-      return { Items: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: 'Successfully get those files.' };
+      return { Items: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: succeeded.files };
     },
   });
 
@@ -57,12 +57,12 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     summary: "A bucket's live files: the owner's, or any app's when the bucket is OpenToRead.",
     tag: 'Files',
     response: { BucketId: { type: 'integer' }, AllFiles: { type: 'array', items: fileSchema } },
-    params: { AccessToken: accessTokenParam(), BucketId: field.integer({ minimum: 1, maximum: MAX_ID }) },
+    params: { AccessToken: param.accessToken(), BucketId: param.bucketId() },
     handler: async ({ AccessToken, BucketId }, request) => {
-      const appId = await fastify.appForToken(AccessToken);
+      const appId = await appForToken(fastify.db, AccessToken);
       const rows = await listBucketFiles(fastify.db, appId, BucketId);
       const base = publicBaseUrl(request);
-      return { BucketId, AllFiles: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: 'Successfully get all files.' };
+      return { BucketId, AllFiles: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: succeeded.allFiles };
     },
   });
 
@@ -71,11 +71,11 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     method: 'POST',
     summary: "Deletes one of the app's own files; it stops being served at once.",
     tag: 'Files',
-    params: { AccessToken: accessTokenParam(), FileKey: field.integer({ minimum: 1, maximum: MAX_ID }) },
+    params: { AccessToken: param.accessToken(), FileKey: param.fileKey() },
     handler: async ({ AccessToken, FileKey }, request) => {
-      const appId = await fastify.appForToken(AccessToken);
-      await fastify.dropBlobs([await deleteFile(fastify.db, appId, FileKey)], request.log);
-      return { Message: 'Successfully deleted your file!' };
+      const appId = await appForToken(fastify.db, AccessToken);
+      await deleteFile(contextOf(request), appId, FileKey);
+      return { Message: succeeded.fileDeleted };
     },
   });
 }

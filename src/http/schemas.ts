@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../plugins/validation.js';
+import type { JsonSchema } from './operation.js';
 
 /** The objects the operations return, as JSON schemas for /docs. */
 

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { APP_ID_PATTERN } from '../config.js';
-import { failure } from '../errors.js';
-import { defineOperation, field } from '../../plugins/validation.js';
+import { refused, succeeded } from '../errors.js';
 import { verifyAppSecret } from '../services/apps.js';
 import { issueToken } from '../services/tokens.js';
+import { field } from './binding.js';
+import { defineOperation } from './operation.js';
 
 /** GET or POST /API/AccessToken: AppId and AppSecret → a short-lived AccessToken. */
 export default async function tokenRoutes(fastify: FastifyInstance): Promise<void> {
@@ -27,13 +28,9 @@ export default async function tokenRoutes(fastify: FastifyInstance): Promise<voi
     handler: async ({ AppId, AppSecret }) => {
       // One answer for an unknown app and a wrong secret: the reply must not reveal which.
       const valid = APP_ID_PATTERN.test(AppId) && (await verifyAppSecret(fastify.db, AppId, AppSecret));
-      if (!valid) throw failure('The AppId and AppSecret do not match any app.');
+      if (!valid) throw refused.wrongAppSecret();
       const token = await issueToken(fastify.db, AppId, fastify.config.tokenLifetimeSeconds);
-      return {
-        AccessToken: token.accessToken,
-        DeadTime: token.deadTime.toISOString(),
-        Message: 'Successfully get access token.',
-      };
+      return { AccessToken: token.accessToken, DeadTime: token.deadTime.toISOString(), Message: succeeded.accessToken };
     },
   });
 }

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
-import { sendEnvelope } from '../../plugins/envelope.js';
-import { SERVICE_ENDPOINT } from '../../plugins/protection.js';
+import { refused, succeeded } from '../errors.js';
+import { databaseReachable } from '../services/readiness.js';
+import { isStorageError } from '../storage/errors.js';
+import { sendApiError } from './envelope.js';
+import { SERVICE_ENDPOINT } from './route-config.js';
 import { envelopeSchema } from './schemas.js';
 
 const tags = ['Service'];
@@ -10,14 +12,14 @@ const tags = ['Service'];
 export default async function serviceRoutes(fastify: FastifyInstance): Promise<void> {
   fastify.get('/', { schema: { summary: 'A welcome message.', tags, response: { 200: envelopeSchema } } }, async () => ({
     Code: 0,
-    Message: 'Welcome to the bucket file storage service. The API lives under /API/.',
+    Message: succeeded.welcome,
   }));
 
   // Liveness only: no database work, so a slow database never gets a healthy process restarted.
   fastify.get(
     '/health',
     { config: SERVICE_ENDPOINT, schema: { summary: 'Liveness: 200 while the process is up.', tags, response: { 200: envelopeSchema } } },
-    async () => ({ Code: 0, Message: 'The process is up.' }),
+    async () => ({ Code: 0, Message: succeeded.alive }),
   );
 
   const readiness = {
@@ -28,14 +30,12 @@ export default async function serviceRoutes(fastify: FastifyInstance): Promise<v
   fastify.get('/ready', { config: SERVICE_ENDPOINT, schema: readiness }, async (_request, reply) => {
     const problems: string[] = [];
     if (fastify.lifecycle.shuttingDown) problems.push('the service is shutting down');
-    try {
-      await sql`select 1`.execute(fastify.db);
-    } catch {
-      problems.push('the database is unreachable');
-    }
-    if (!(await fastify.storage.isWritable())) problems.push('the storage is not writable');
-    if (problems.length === 0) return { Code: 0, Message: 'Ready.' };
-    return sendEnvelope(reply, 503, { Code: -1, Message: `Not ready: ${problems.join('; ')}.` });
+    if (!(await databaseReachable(fastify.db))) problems.push('the database is unreachable');
+    // A full store still serves downloads: only a store that cannot be written at all is not ready.
+    const storage = await fastify.storage.checkWritable().catch((error: unknown) => error);
+    if (isStorageError(storage, 'unavailable')) problems.push('the storage is not writable');
+    if (problems.length === 0) return { Code: 0, Message: succeeded.ready };
+    return sendApiError(reply, refused.notReady(problems));
   });
 
   const metrics = {

@@ -1,20 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { failure } from '../errors.js';
+import { refused, succeeded } from '../errors.js';
 import { createApp } from '../services/apps.js';
-import { hashSecret, sameSecret } from '../services/secrets.js';
+import { hashSecret, sameSecret } from '../services/secret-hashing.js';
 import { envelopeSchema } from './schemas.js';
 
 /** Operator routes; registered only when ADMIN_KEY is set. */
 export default async function adminRoutes(fastify: FastifyInstance, options: { adminKey: string }): Promise<void> {
   const keyHash = hashSecret(options.adminKey);
 
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', async (request) => {
     const header = request.headers.authorization ?? '';
     const presented = /^Bearer (.+)$/i.exec(header)?.[1]?.trim() ?? '';
-    if (!sameSecret(presented, keyHash)) {
-      reply.header('WWW-Authenticate', 'Bearer');
-      throw failure('A valid admin key is required.', 401);
-    }
+    if (!sameSecret(presented, keyHash)) throw refused.adminKeyRequired();
   });
 
   fastify.post(
@@ -37,7 +34,7 @@ export default async function adminRoutes(fastify: FastifyInstance, options: { a
     },
     async () => {
       const app = await createApp(fastify.db);
-      return { AppId: app.appId, AppSecret: app.appSecret, Code: 0, Message: 'Successfully created the app.' };
+      return { AppId: app.appId, AppSecret: app.appSecret, Code: 0, Message: succeeded.appCreated };
     },
   );
 }

@@ -1,0 +1,164 @@
+import { invalidInput, problems } from '../errors.js';
+
+/**
+ * Parameter binding as the original clients expect it: names match case-insensitively, GET reads
+ * the query string, POST reads the query string and the form body (the body wins), and every
+ * invalid input is reported at once in Items with the texts those clients know.
+ */
+
+type Raw = string | undefined;
+type Outcome<T> = { ok: true; value: T } | { ok: false; message: string };
+
+export interface Field<T> {
+  readonly kind: 'text' | 'integer' | 'boolean';
+  readonly required: boolean;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly maxLength?: number;
+  readonly description?: string;
+  bind(raw: Raw, name: string): Outcome<T>;
+}
+
+export type Spec = Record<string, Field<unknown>>;
+export type Bound<S extends Spec> = { [K in keyof S]: S[K] extends Field<infer T> ? T : never };
+export type Source = Record<string, unknown> | null | undefined;
+
+const isBlank = (raw: Raw): raw is undefined => raw === undefined || raw.trim() === '';
+
+interface TextOptions {
+  maxLength?: number;
+  description?: string;
+  /** Further rules; returns the text for the Items array, or undefined when the value is fine. */
+  check?: (value: string, name: string) => string | undefined;
+}
+
+function textField<R extends boolean>(isRequired: R, options: TextOptions): Field<R extends true ? string : string | undefined> {
+  return {
+    kind: 'text',
+    required: isRequired,
+    maxLength: options.maxLength,
+    description: options.description,
+    bind(raw, name) {
+      if (isBlank(raw)) {
+        return isRequired ? { ok: false, message: problems.required(name) } : { ok: true, value: undefined as never };
+      }
+      if (options.maxLength !== undefined && raw.length > options.maxLength) {
+        return { ok: false, message: problems.tooLong(name, options.maxLength) };
+      }
+      const problem = options.check?.(raw, name);
+      return problem ? { ok: false, message: problem } : { ok: true, value: raw };
+    },
+  };
+}
+
+interface IntegerOptions {
+  minimum: number;
+  maximum: number;
+  description?: string;
+}
+
+function integerField<D extends number | undefined>(
+  isRequired: boolean,
+  options: IntegerOptions,
+  fallback: D,
+): Field<D extends number ? number : number | undefined> {
+  return {
+    kind: 'integer',
+    required: isRequired,
+    minimum: options.minimum,
+    maximum: options.maximum,
+    description: options.description,
+    bind(raw, name) {
+      if (isBlank(raw)) {
+        return isRequired ? { ok: false, message: problems.required(name) } : { ok: true, value: fallback as never };
+      }
+      const trimmed = raw.trim();
+      const value = Number(trimmed);
+      if (!/^-?\d{1,20}$/.test(trimmed) || !Number.isSafeInteger(value)) {
+        return { ok: false, message: problems.notValid(raw, name) };
+      }
+      if (value < options.minimum || value > options.maximum) {
+        return { ok: false, message: problems.outOfRange(name, options.minimum, options.maximum) };
+      }
+      return { ok: true, value: value as never };
+    },
+  };
+}
+
+export const field = {
+  text: (options: TextOptions = {}) => textField(true, options),
+  optionalText: (options: TextOptions = {}) => textField(false, options),
+  integer: (options: IntegerOptions) => integerField(true, options, undefined as unknown as number),
+  optionalInteger: <D extends number | undefined>(options: IntegerOptions & { default: D }) =>
+    integerField(false, options, options.default),
+  /** `true`/`false` in any case. */
+  boolean: (description?: string): Field<boolean> => ({
+    kind: 'boolean',
+    required: true,
+    description,
+    bind(raw, name) {
+      if (isBlank(raw)) return { ok: false, message: problems.required(name) };
+      const lower = raw.trim().toLowerCase();
+      if (lower === 'true') return { ok: true, value: true };
+      if (lower === 'false') return { ok: true, value: false };
+      return { ok: false, message: problems.notValid(raw, name) };
+    },
+  }),
+};
+
+/** Identifiers are positive bigints; anything past 2^53 cannot name a row. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Folds one source (query or body) into lower-case names. A name given twice within a source is
+ * ambiguous and reported; values that are not text (nested objects from an odd parser) are invalid.
+ */
+function fold(source: Source, into: Map<string, { value: Raw; problem?: string }>, wanted: Map<string, string>) {
+  if (!source || typeof source !== 'object') return;
+  const seen = new Set<string>();
+  for (const key of Object.keys(source)) {
+    const lower = key.toLowerCase();
+    const name = wanted.get(lower);
+    if (name === undefined) continue; // Unknown parameters are ignored, as the original service did.
+    const value = source[key];
+    if (seen.has(lower) || Array.isArray(value)) {
+      into.set(lower, { value: undefined, problem: problems.givenTwice(name) });
+    } else if (typeof value === 'string') {
+      into.set(lower, { value });
+    } else if (typeof value === 'number' || typeof value === 'boolean') {
+      into.set(lower, { value: String(value) });
+    } else {
+      into.set(lower, { value: undefined, problem: problems.notText(name) });
+    }
+    seen.add(lower);
+  }
+}
+
+/** Binds `spec` from the sources, later sources winning; throws one -10 with every problem. */
+export function bindParameters<S extends Spec>(spec: S, ...sources: Source[]): Bound<S> {
+  const wanted = new Map(Object.keys(spec).map((name) => [name.toLowerCase(), name]));
+  const values = new Map<string, { value: Raw; problem?: string }>();
+  for (const source of sources) fold(source, values, wanted);
+
+  const bound: Record<string, unknown> = {};
+  const items: string[] = [];
+  for (const [name, f] of Object.entries(spec)) {
+    const entry = values.get(name.toLowerCase());
+    if (entry?.problem) {
+      items.push(entry.problem);
+      continue;
+    }
+    const outcome = f.bind(entry?.value, name);
+    if (outcome.ok) bound[name] = outcome.value;
+    else items.push(outcome.message);
+  }
+  if (items.length > 0) throw invalidInput(items);
+  return bound as Bound<S>;
+}
+
+/** The parameters several operations share. */
+export const param = {
+  accessToken: () => field.text({ maxLength: 128, description: 'A token from /API/AccessToken.' }),
+  bucketId: (description = 'The bucket.') => field.integer({ minimum: 1, maximum: MAX_ID, description }),
+  fileKey: (description?: string) => field.integer({ minimum: 1, maximum: MAX_ID, description }),
+};

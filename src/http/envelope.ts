@@ -1,0 +1,96 @@
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { databaseError } from '../../db/errors.js';
+import { ApiError, invalid, problems, refused, VALIDATION_MESSAGE, type Envelope } from '../errors.js';
+import { isStorageError } from '../storage/errors.js';
+
+/**
+ * Every answer is the JSON envelope with Code and Message, whatever went wrong: refusals of the
+ * protocol with HTTP 200, transport-level faults with their real status, and never internals.
+ */
+
+/** @fastify/under-pressure's error: the process is shedding load. */
+const OVERLOADED = 'FST_UNDER_PRESSURE';
+/** Seconds a client is told to wait before trying a store that did not answer. */
+const STORAGE_RETRY_AFTER_SECONDS = 5;
+
+export function sendEnvelope(reply: FastifyReply, status: number, body: Envelope): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers ?? {})) reply.header(name, value);
+  return sendEnvelope(reply, error.statusCode, error.envelope);
+}
+
+/** The catalogue's answer for any error; undefined for a fault nobody foresaw. */
+function knownError(error: Error): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (isStorageError(error)) {
+    switch (error.kind) {
+      case 'full':
+        return refused.storageFull();
+      case 'unavailable':
+        return refused.storageUnavailable(STORAGE_RETRY_AFTER_SECONDS);
+      case 'not-found':
+        return refused.downloadNotFound();
+      case 'too-large':
+        return invalid.bodyTooLarge();
+    }
+  }
+  const e = error as FastifyError;
+  if (e.code === OVERLOADED) return refused.overloaded();
+  if (databaseError(e)?.kind === 'connection-lost') return refused.databaseUnavailable();
+  if (e.statusCode === 413 || e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return invalid.bodyTooLarge();
+  if (e.statusCode === 415 || e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return invalid.unsupportedBody();
+  // A rate limit's own error, when it is not built by the errorResponseBuilder.
+  if (e.statusCode === 429) return refused.tooManyRequests();
+  // Fastify's own client errors: a body or header it could not parse. The text names no internals.
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return invalid.unreadableBody(e.message);
+  return undefined;
+}
+
+/** The error handler of the whole service. */
+export function handleError(error: Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const known = knownError(error) ?? refused.unexpected(request.id);
+  // Shed requests are counted in /metrics; a log line each would add load when there is too much.
+  if ((error as FastifyError).code === OVERLOADED) return sendApiError(reply, known);
+  if (known.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+  else if (!(error instanceof ApiError)) request.log.info({ err: { code: (error as FastifyError).code, message: error.message } }, 'request refused');
+  return sendApiError(reply, known);
+}
+
+/** The answer for a path no route serves. */
+export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendApiError(reply, refused.noSuchOperation(request.method, request.url.split('?')[0]!));
+}
+
+/**
+ * The router's own refusals, which bypass the error handler: a path segment that is not valid
+ * percent-encoding cannot be read; one longer than maxParamLength names no operation and no file.
+ */
+export function handleRouterError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error.code === 'FST_ERR_BAD_URL') return sendApiError(reply, invalid.badPercentEncoding());
+  return handleNotFound(request, reply);
+}
+
+const CLIENT_ERROR_STATUS: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  // The headers did not arrive within HEADERS_TIMEOUT_SECONDS.
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+};
+
+const CLIENT_ERROR_BODY = JSON.stringify({ Code: -10, Message: VALIDATION_MESSAGE, Items: [problems.unreadableHttp] });
+
+/** A request Node's HTTP parser could not read: answered on the socket, before Fastify sees it. */
+export function handleClientError(error: Error, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy(error);
+    return;
+  }
+  const status = CLIENT_ERROR_STATUS[(error as { code?: string }).code ?? ''] ?? '400 Bad Request';
+  socket.end(
+    `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(CLIENT_ERROR_BODY)}\r\n\r\n${CLIENT_ERROR_BODY}`,
+  );
+}

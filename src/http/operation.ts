@@ -1,0 +1,121 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { bindParameters, type Bound, type Field, type Source, type Spec } from './binding.js';
+import './route-config.js';
+
+export type JsonSchema = Record<string, unknown>;
+
+const FORM = 'application/x-www-form-urlencoded';
+
+function fieldSchema({ kind, minimum, maximum, maxLength, description }: Field<unknown>): JsonSchema {
+  const schema: JsonSchema = { type: kind === 'text' ? 'string' : kind };
+  if (minimum !== undefined) schema.minimum = minimum;
+  if (maximum !== undefined) schema.maximum = maximum;
+  if (maxLength !== undefined) schema.maxLength = maxLength;
+  if (description !== undefined) schema.description = description;
+  return schema;
+}
+
+/** The JSON schema of a parameter spec (plus `extra` required properties), for /docs. */
+export function parametersSchema(spec: Spec, extra: Record<string, JsonSchema> = {}): JsonSchema {
+  const names = Object.keys(spec);
+  return {
+    type: 'object',
+    properties: { ...Object.fromEntries(names.map((name) => [name, fieldSchema(spec[name]!)])), ...extra },
+    required: [...names.filter((name) => spec[name]!.required), ...Object.keys(extra)],
+  };
+}
+
+const refusal = (code: number, title: string, items: boolean): JsonSchema => ({
+  type: 'object',
+  title,
+  properties: {
+    Code: { type: 'integer', enum: [code] },
+    Message: { type: 'string' },
+    ...(items ? { Items: { type: 'array', items: { type: 'string' }, description: 'One text per invalid input.' } } : {}),
+  },
+  required: ['Code', 'Message', ...(items ? ['Items'] : [])],
+});
+
+/**
+ * The responses of an operation, for /docs: success (Code 0 with `fields`) and the protocol's
+ * refusals all come with HTTP 200; transport-level failures carry their status and the envelope.
+ */
+export function envelopeResponses(fields: Record<string, JsonSchema> = {}): Record<string, JsonSchema> {
+  const success: JsonSchema = {
+    type: 'object',
+    title: 'Success',
+    properties: { Code: { type: 'integer', enum: [0] }, Message: { type: 'string' }, ...fields },
+    required: ['Code', 'Message', ...Object.keys(fields)],
+  };
+  const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
+  return {
+    200: {
+      description: 'Code 0 with the fields of the operation; or a refusal, also with HTTP 200: Code -1 with a Message, or Code -10 with Items.',
+      content: json({ oneOf: [success, refusal(-1, 'Failure', false), refusal(-10, 'Invalid input', true)] }),
+    },
+    default: {
+      description: 'Transport-level failure with the envelope: 404, 413, 415, 429 (with Retry-After), 500, 503 or 507.',
+      content: json({
+        type: 'object',
+        properties: { Code: { type: 'integer', enum: [-1, -10] }, Message: { type: 'string' }, Items: { type: 'array', items: { type: 'string' } } },
+        required: ['Code', 'Message'],
+      }),
+    },
+  };
+}
+
+export interface Operation<S extends Spec> {
+  /** The operation name under /API/, e.g. `ViewMyBuckets`. */
+  name: string;
+  /** GET operations of the specification; `['GET', 'POST']` for the token endpoint, which takes both. */
+  method: 'GET' | 'POST' | ReadonlyArray<'GET' | 'POST'>;
+  params: S;
+  summary: string;
+  /** The group it is listed under in /docs. */
+  tag?: string;
+  /** The fields of a success body besides Code and Message, for /docs. */
+  response?: Record<string, JsonSchema>;
+  /** Route config. */
+  config?: Record<string, unknown>;
+  /** Runs first on each of the operation's routes, e.g. one rate limit shared by all its methods. */
+  onRequest?: onRequestAsyncHookHandler;
+  handler: (params: Bound<S>, request: FastifyRequest, reply: FastifyReply) => Promise<Record<string, unknown>>;
+}
+
+/**
+ * Registers an /API operation: GET operations also answer under their `…Try` name; parameters are
+ * bound before the handler runs; the handler's result (which carries its Message) gets Code 0.
+ * Route schemas only describe the operation for /docs: the context the operations are registered
+ * in (the api-binding plugin) leaves validation to the binding.
+ */
+export function defineOperation<S extends Spec>(fastify: FastifyInstance, operation: Operation<S>): void {
+  const urls = [`/API/${operation.name}`];
+  if (operation.method === 'GET') urls.push(`/API/${operation.name}Try`);
+  const methods = typeof operation.method === 'string' ? [operation.method] : operation.method;
+  const parameters = parametersSchema(operation.params);
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const params =
+      request.method === 'POST'
+        ? bindParameters(operation.params, request.query as Source, request.body as Source)
+        : bindParameters(operation.params, request.query as Source);
+    const result = await operation.handler(params, request, reply);
+    return { ...result, Code: 0 };
+  };
+  for (const method of methods) {
+    for (const url of urls) {
+      fastify.route({
+        method,
+        url,
+        config: { ...operation.config, operation: operation.name },
+        ...(operation.onRequest ? { onRequest: operation.onRequest } : {}),
+        schema: {
+          summary: operation.summary,
+          ...(operation.tag ? { tags: [operation.tag] } : {}),
+          ...(method === 'GET' ? { querystring: parameters } : { body: { content: { [FORM]: { schema: parameters } } } }),
+          response: envelopeResponses(operation.response),
+        },
+        handler,
+      });
+    }
+  }
+}

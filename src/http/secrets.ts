@@ -1,0 +1,43 @@
+import type { FastifyInstance } from 'fastify';
+import { refused, succeeded } from '../errors.js';
+import { generateDownloadSecret, peekDownloadSecret, useDownloadSecret } from '../services/download-secrets.js';
+import { appForToken } from '../services/tokens.js';
+import { bindParameters, field, param, type Source } from './binding.js';
+import { downloadRoute, queryValue, sendDownload, setSafetyHeaders } from './download-reply.js';
+
+const generateParams = {
+  AccessToken: param.accessToken(),
+  Id: param.fileKey('FileKey of a live file in one of the app’s buckets.'),
+  MaxUseTimes: field.optionalInteger({ minimum: 1, maximum: 1_000_000, default: 1, description: 'How many downloads the secret allows.' }),
+};
+
+/** The secret is the credential: no shared cache may keep what it unlocked. */
+const PRIVATE_CACHING = 'private, no-store';
+
+/** GET /Secret/Generate: a way to hand out a file of a bucket that is not OpenToRead. */
+export async function secretGenerationRoutes(fastify: FastifyInstance): Promise<void> {
+  fastify.get('/Secret/Generate', { schema: { summary: 'Create a secret that downloads one of the app’s files MaxUseTimes times.', tags: ['Downloads'] } }, async (request) => {
+    const { AccessToken, Id, MaxUseTimes } = bindParameters(generateParams, request.query as Source);
+    const appId = await appForToken(fastify.db, AccessToken);
+    const value = await generateDownloadSecret(fastify.db, appId, Id, MaxUseTimes);
+    return { Value: value, Code: 0, Message: succeeded.secretGenerated };
+  });
+}
+
+/** GET /Download/FromSecret: the file of a download secret while it has uses left. */
+export async function secretDownloadRoutes(fastify: FastifyInstance): Promise<void> {
+  // Every GET that the secret lets through takes one use, whatever range it asks for (else a
+  // one-use secret would serve a whole file in many ranges); HEAD only looks.
+  fastify.route({
+    url: '/Download/FromSecret',
+    ...downloadRoute('Download a file with a download secret while it has uses left.'),
+    handler: async (request, reply) => {
+      setSafetyHeaders(reply);
+      const secret = queryValue(request.query, 'sec');
+      if (!secret) throw refused.downloadNotFound();
+      const file = request.method === 'HEAD' ? await peekDownloadSecret(fastify.db, secret) : await useDownloadSecret(fastify.db, secret);
+      if (!file) throw refused.downloadNotFound();
+      return sendDownload(request, reply, file, PRIVATE_CACHING);
+    },
+  });
+}

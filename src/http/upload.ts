@@ -1,0 +1,155 @@
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError, invalid, invalidInput, problems, succeeded } from '../errors.js';
+import { sanitizeFileName } from '../services/file-names.js';
+import { internetPath } from '../services/files.js';
+import { appForToken } from '../services/tokens.js';
+import { authorizeUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
+import { bindParameters, field, param, type Bound, type Source } from './binding.js';
+import { contextOf } from './context.js';
+import { envelopeResponses, parametersSchema } from './operation.js';
+import { publicBaseUrl } from './public-url.js';
+import { drain, uploadError, UploadForm } from './upload-form.js';
+
+const params = {
+  AccessToken: param.accessToken(),
+  BucketId: param.bucketId(),
+  AliveDays: field.integer({ minimum: 1, maximum: 18250 }),
+};
+/** What decides whether an upload is refused: known before the file part, no byte is stored. */
+const authorizing = { AccessToken: params.AccessToken, BucketId: params.BucketId };
+type Authorizing = Bound<typeof authorizing>;
+
+/** Room for the multipart framing and the small fields around the file. */
+const FORM_OVERHEAD_BYTES = 1024 * 1024;
+
+const schema = {
+  summary: 'Upload one file into a bucket; its bytes stream into the store.',
+  description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part.',
+  tags: ['Files'],
+  querystring: parametersSchema(params),
+  body: {
+    content: {
+      'multipart/form-data': {
+        schema: parametersSchema({}, { File: { type: 'string', format: 'binary', description: 'Exactly one file part, under any field name.' } }),
+      },
+    },
+  },
+  response: envelopeResponses({ FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } }),
+};
+
+type UploadParams = Bound<typeof params>;
+
+/** Binds the form's fields and checks its file name, reporting every problem at once. */
+function bindForm(query: Source, fields: Source, file: undefined): never;
+function bindForm(query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string };
+function bindForm(query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string } {
+  const items: string[] = [];
+  let bound: UploadParams | undefined;
+  try {
+    bound = bindParameters(params, query, fields);
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.items) throw error;
+    items.push(...error.items);
+  }
+  const fileName = sanitizeFileName(file?.filename);
+  if (!file) items.push(problems.fileRequired);
+  else if (!fileName) items.push(problems.badFileName);
+  if (items.length > 0 || !bound || !fileName) throw invalidInput(items);
+  return { bound, fileName };
+}
+
+function tryBind(query: Source, fields: Source): Authorizing | undefined {
+  try {
+    return bindParameters(authorizing, query, fields);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * POST /API/UploadFile: one file part plus AccessToken, BucketId and AliveDays from the query
+ * string or from form fields before or after the file. The file part streams into the upload flow;
+ * the reply waits until the bytes are durable and the row is committed.
+ */
+export default async function uploadRoutes(fastify: FastifyInstance): Promise<void> {
+  const { maxUploadBytes } = fastify.config;
+  await fastify.register(multipart, {
+    // The file limit is the upload limit: the plugin's default (Fastify's bodyLimit) would truncate.
+    limits: { fileSize: maxUploadBytes, files: 1, parts: 1000, fields: 100, fieldSize: 64 * 1024, headerPairs: 100 },
+    throwFileSizeLimit: true,
+  });
+
+  /** The bucket for a token, reused when the parameters do not change between before and after the file. */
+  const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; bucket: UploadBucket }> => {
+    const appId = await appForToken(fastify.db, bound.AccessToken);
+    return { key: `${bound.AccessToken}\n${bound.BucketId}`, bucket: await authorizeUpload(fastify.db, appId, bound.BucketId, fileName) };
+  };
+
+  const receive = async (request: FastifyRequest) => {
+    if (!request.isMultipart()) throw invalidInput([problems.notMultipart]);
+    if (Number(request.headers['content-length']) > maxUploadBytes + FORM_OVERHEAD_BYTES) throw invalid.fileTooLarge(maxUploadBytes);
+    await fastify.storage.checkWritable();
+
+    const query = request.query as Source;
+    const form = new UploadForm(request, maxUploadBytes);
+    const file = await form.nextFile();
+
+    let early: { key: string; bucket: UploadBucket } | undefined;
+    /** Decided once the bytes are in: the fields after the file are read, bound and authorized. */
+    const target = async (): Promise<UploadTarget> => {
+      if (file?.file.truncated) throw invalid.fileTooLarge(maxUploadBytes);
+      await form.readRest();
+      const { bound, fileName } = bindForm(query, form.fields, file);
+      const { bucket } = early?.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound, fileName);
+      return { ...bucket, fileName, aliveDays: bound.AliveDays };
+    };
+    if (!file) return bindForm(query, form.fields, undefined);
+
+    // Token and bucket already known: a refused upload is answered without storing the body.
+    try {
+      const bound = tryBind(query, form.fields);
+      if (bound) early = await authorize(bound, sanitizeFileName(file.filename));
+    } catch (error) {
+      await drain(file.file);
+      throw error;
+    }
+    try {
+      const stored = await storeUpload(contextOf(request), file.file, { maxBytes: maxUploadBytes, target });
+      fastify.metrics.uploadedBytes.inc(stored.size);
+      return {
+        FileKey: stored.fileKey,
+        Path: internetPath(publicBaseUrl(request), stored.bucketName, stored.fileName),
+        Code: 0,
+        Message: succeeded.fileUploaded,
+      };
+    } catch (error) {
+      // Before the whole body arrived, the error is the client's, the parser's or the store's;
+      // after it, the target's or the commit's, which need no translation.
+      const duringBody = !file.file.readableEnded;
+      await drain(file.file);
+      throw duringBody ? uploadError(error, maxUploadBytes) : error;
+    }
+  };
+
+  /**
+   * Uploads still running. A shutdown cuts their connections after its grace period, then waits here
+   * before the database closes, so each one either commits its row or removes its bytes.
+   */
+  const running = new Set<Promise<unknown>>();
+  fastify.addHook('onClose', async () => {
+    await Promise.allSettled(running);
+  });
+
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' }, schema }, (request) => {
+    const upload = receive(request);
+    running.add(upload);
+    fastify.metrics.uploadsInFlight.inc();
+    const settled = () => {
+      running.delete(upload);
+      fastify.metrics.uploadsInFlight.dec();
+    };
+    upload.then(settled, settled);
+    return upload;
+  });
+}
