@@ -28,10 +28,12 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 t.test('the BlobStore contract', async (t) => blobStoreContract(t, (t) => newStore(t)));
 
-t.test('bytes stream into tmp/<key>.part and are renamed to objects/<first two>/<key> on commit', async (t) => {
+t.test('bytes stream into tmp/<instance>_<key>.part and are renamed to objects/<first two>/<key> on commit', async (t) => {
   const store = await newStore(t);
   const written = await store.write(streamOf(randomChunks(2 * MiB)), { maxBytes: 2 * MiB });
-  t.same(await filesUnder(store.tmpDir), [`${written.key}.part`]);
+  const [temp, ...more] = await filesUnder(store.tmpDir);
+  t.match(temp, new RegExp(`^[a-z0-9-]+_${written.key}\\.part$`), 'named by the instance that writes it');
+  t.same(more, []);
   t.same(await filesUnder(store.objectsDir), []);
   await written.commit();
   t.same(await filesUnder(store.tmpDir), []);

@@ -30,6 +30,17 @@ export interface BlobStore {
   listIncompleteWrites(): AsyncIterable<readonly IncompleteWrite[]>;
   /** Removes incomplete writes by their ids; missing ones are ignored. */
   removeIncompleteWrites(ids: readonly string[]): Promise<void>;
+  /**
+   * Removes every incomplete write begun by instance `instanceId` (on disk its temp files, on an
+   * object store its multipart uploads); called once that instance is known to be dead.
+   */
+  removeIncompleteWritesOf(instanceId: string): Promise<void>;
+  /**
+   * For shutdown: removes what this store's writes still in progress (streaming, or written and
+   * neither committed nor aborted) have left, so a process that exits leaves nothing behind.
+   * Never throws; a write aborted this way fails or has nothing left to commit.
+   */
+  abortWritesInProgress(): Promise<void>;
 }
 
 /** A write whose bytes are all in the store, waiting for the decision to keep them. */
@@ -67,9 +78,18 @@ export interface StoredObject {
 export interface IncompleteWrite {
   readonly id: string;
   readonly startedAt: Date;
+  /** The instance that began it; undefined for writes of a version that did not record it. */
+  readonly instanceId: string | undefined;
 }
 
 const KEY = /^[a-z0-9]{1,128}$/;
+/** Instance ids name temporary writes in every store, so they keep to a charset any store accepts. */
+export const INSTANCE_ID = /^[a-z0-9-]{1,63}$/;
+
+/** A fresh instance id, when none is configured: 48 random bits. */
+export function newInstanceId(): string {
+  return randomBytes(6).toString('hex');
+}
 
 /** 128 random bits: a key names bytes that nobody can guess. */
 export function newStorageKey(): string {

@@ -3,7 +3,7 @@ import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink } from 
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
+import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
 import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
 import { meter, METER_HIGH_WATER_MARK } from './meter.js';
 
@@ -12,8 +12,12 @@ const READ_HIGH_WATER_MARK = 1024 * 1024;
 /** How many files remove() unlinks at once. */
 const PARALLEL_UNLINKS = 64;
 const TEMP_SUFFIX = '.part';
+/** `<instance id>_<key>`, or a bare key as written by versions without instance ids. */
+const WRITE_ID = /^(?:([a-z0-9-]{1,63})_)?([a-z0-9]{1,128})$/;
 
 export interface DiskStoreOptions {
+  /** Names this process's temp files, so another instance can remove them once this one is dead. */
+  instanceId?: string;
   /** Writes are refused (as 'full') while the volume has less free space. */
   minFreeBytes?: number;
   /** Entries per page of listObjects() and listIncompleteWrites(). */
@@ -30,6 +34,9 @@ export class DiskStore implements BlobStore {
   readonly description: string;
   readonly #minFreeBytes: number;
   readonly #pageSize: number;
+  readonly #instanceId: string;
+  /** Temp files of this store's writes not yet committed nor aborted. */
+  readonly #inProgress = new Set<string>();
 
   constructor(
     readonly root: string,
@@ -40,6 +47,8 @@ export class DiskStore implements BlobStore {
     this.description = `disk at ${root}`;
     this.#minFreeBytes = options.minFreeBytes ?? 0;
     this.#pageSize = options.pageSize ?? 500;
+    this.#instanceId = options.instanceId ?? newInstanceId();
+    if (!INSTANCE_ID.test(this.#instanceId)) throw new Error(`Not an instance id: ${JSON.stringify(this.#instanceId)}`);
   }
 
   async prepare(): Promise<void> {
@@ -62,8 +71,9 @@ export class DiskStore implements BlobStore {
 
   async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
     const key = newStorageKey();
-    const tempPath = path.join(this.tmpDir, `${key}${TEMP_SUFFIX}`);
+    const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
     const metered = meter(source, maxBytes);
+    this.#inProgress.add(tempPath);
     const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: METER_HIGH_WATER_MARK });
     // Only the file system's own errors: pipeline() also destroys the file with the meter's or source's.
     let diskError: unknown;
@@ -77,9 +87,10 @@ export class DiskStore implements BlobStore {
       // earlier could leave a file created after the removal.
       if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
       await rm(tempPath, { force: true }).catch(() => {});
+      this.#inProgress.delete(tempPath);
       throw error === diskError ? fromFileSystemError(error) : error;
     }
-    return new DiskWrite(key, metered.size, metered.sha256(), tempPath, this.#objectPath(key));
+    return new DiskWrite(key, metered.size, metered.sha256(), tempPath, this.#objectPath(key), () => this.#inProgress.delete(tempPath));
   }
 
   async open(key: string, range?: ByteRange): Promise<BlobRead> {
@@ -122,11 +133,15 @@ export class DiskStore implements BlobStore {
 
   async *listIncompleteWrites(): AsyncIterable<readonly IncompleteWrite[]> {
     const started = async (ids: string[]) =>
-      (await this.#withTimes(ids, (id) => this.#tempPath(id))).map(({ key, modifiedAt }) => ({ id: key, startedAt: modifiedAt }));
+      (await this.#withTimes(ids, (id) => this.#tempPath(id))).map(({ key, modifiedAt }) => ({
+        id: key,
+        startedAt: modifiedAt,
+        instanceId: WRITE_ID.exec(key)?.[1],
+      }));
     let page: string[] = [];
     for await (const entry of await opendir(this.tmpDir)) {
       const id = entry.name.slice(0, -TEMP_SUFFIX.length);
-      if (!entry.isFile() || !entry.name.endsWith(TEMP_SUFFIX) || !isStorageKey(id)) continue;
+      if (!entry.isFile() || !entry.name.endsWith(TEMP_SUFFIX) || !WRITE_ID.test(id)) continue;
       page.push(id);
       if (page.length >= this.#pageSize) {
         yield await started(page);
@@ -140,13 +155,31 @@ export class DiskStore implements BlobStore {
     await Promise.all(ids.map((id) => unlinkIfPresent(this.#tempPath(id))));
   }
 
+  async removeIncompleteWritesOf(instanceId: string): Promise<void> {
+    if (!INSTANCE_ID.test(instanceId)) throw new Error(`Not an instance id: ${JSON.stringify(instanceId)}`);
+    const prefix = `${instanceId}_`;
+    const names: string[] = [];
+    for await (const entry of await opendir(this.tmpDir)) {
+      if (entry.isFile() && entry.name.startsWith(prefix) && entry.name.endsWith(TEMP_SUFFIX)) names.push(entry.name);
+    }
+    for (let i = 0; i < names.length; i += PARALLEL_UNLINKS) {
+      await Promise.all(names.slice(i, i + PARALLEL_UNLINKS).map((name) => unlinkIfPresent(path.join(this.tmpDir, name))));
+    }
+  }
+
+  async abortWritesInProgress(): Promise<void> {
+    // Unlinking a file that is still being written is safe: the bytes go to an inode without a name.
+    await Promise.all([...this.#inProgress].map((tempPath) => rm(tempPath, { force: true }).catch(() => {})));
+    this.#inProgress.clear();
+  }
+
   #objectPath(key: string): string {
     if (!isStorageKey(key)) throw new Error(`Not a storage key: ${JSON.stringify(key)}`);
     return path.join(this.objectsDir, key.slice(0, 2), key);
   }
 
   #tempPath(id: string): string {
-    if (!isStorageKey(id)) throw new Error(`Not a write id: ${JSON.stringify(id)}`);
+    if (!WRITE_ID.test(id)) throw new Error(`Not a write id: ${JSON.stringify(id)}`);
     return path.join(this.tmpDir, `${id}${TEMP_SUFFIX}`);
   }
 
@@ -177,6 +210,8 @@ class DiskWrite implements BlobWrite {
     readonly sha256: string,
     private readonly tempPath: string,
     private readonly objectPath: string,
+    /** Tells the store the temp file is no longer this write's (moved into place or removed). */
+    private readonly settled: () => void,
   ) {}
 
   commit(): Promise<void> {
@@ -194,6 +229,7 @@ class DiskWrite implements BlobWrite {
     const folder = path.dirname(this.objectPath);
     const created = await mkdir(folder, { recursive: true });
     await rename(this.tempPath, this.objectPath);
+    this.settled();
     await syncPath(folder, 'r');
     // A new fan-out folder is itself an entry of objects/ that must survive a crash.
     if (created !== undefined) await syncPath(path.dirname(folder), 'r');
@@ -205,6 +241,7 @@ class DiskWrite implements BlobWrite {
       await this.#commit?.catch(() => {});
       // Both: a commit that failed half-way may have left the bytes in either place.
       await Promise.all([rm(this.tempPath, { force: true }), rm(this.objectPath, { force: true })]);
+      this.settled();
     } catch {
       // Whatever is left has no row: the orphan sweep removes it.
     }

@@ -1,0 +1,239 @@
+import {
+  AbortMultipartUploadCommand,
+  CreateBucketCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
+import { describeS3Error, fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
+import { meter } from './meter.js';
+import { S3UploadClaims } from './s3-upload-claims.js';
+import { PartUpload, S3Write } from './s3-write.js';
+
+/** DeleteObjects takes at most this many keys per call. */
+const DELETE_BATCH = 1000;
+/** How many incomplete uploads removeIncompleteWrites() aborts at once. */
+const PARALLEL_ABORTS = 16;
+/** checkWritable() runs before every upload: a healthy answer is trusted this long, so uploads do not each pay a round trip. */
+const HEALTHY_FOR_MS = 1000;
+
+export interface S3StoreOptions {
+  bucket: string;
+  /** Put before every object key, e.g. `files/`; empty for none. */
+  prefix: string;
+  /** Bytes per part of a multipart upload; a body smaller than one part is sent in one PutObject. */
+  partSize: number;
+  /** Parts of one upload in flight at once: memory per upload stays under partSize × concurrency. */
+  concurrency: number;
+  /** Entries per page of listObjects() and listIncompleteWrites(); at most 1000. */
+  pageSize?: number;
+  /** Names this instance's multipart uploads, so another instance can abort them once its lease lapses. */
+  instanceId: string;
+}
+
+/**
+ * Bytes in a bucket of any S3-compatible store, under `<prefix><first two>/<key>`: the same layout
+ * as the disk store's objects/ folder, so a standard sync tool moves a deployment between them.
+ *
+ * A write streams in part by part as a multipart upload that is completed only on commit, so the
+ * object appears under its final key in one step and never partly; there is no copy afterwards (a
+ * single S3 copy stops at 5 GB). A body that fits in one part stays in memory and is put on commit.
+ */
+export class S3Store implements BlobStore {
+  readonly description: string;
+  readonly #client: S3Client;
+  readonly #bucket: string;
+  readonly #prefix: string;
+  readonly #partSize: number;
+  readonly #concurrency: number;
+  readonly #pageSize: number;
+  readonly #claims: S3UploadClaims;
+  #healthyUntil = 0;
+
+  constructor(client: S3Client, options: S3StoreOptions) {
+    this.#client = client;
+    this.#bucket = options.bucket;
+    this.#prefix = options.prefix;
+    this.#partSize = options.partSize;
+    this.#concurrency = options.concurrency;
+    this.#pageSize = Math.min(options.pageSize ?? 1000, 1000);
+    this.#claims = new S3UploadClaims(client, options.bucket, options.prefix, options.instanceId);
+    this.description = `S3 bucket ${options.bucket}${options.prefix ? ` under ${options.prefix}` : ''}`;
+  }
+
+  /** Checks the bucket and creates it when it is missing; the message names S3_BUCKET and what the store said. */
+  async prepare(): Promise<void> {
+    const Bucket = this.#bucket;
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket }));
+      return;
+    } catch (error) {
+      if (httpStatus(error) !== 404) throw new Error(`S3_BUCKET "${Bucket}" could not be checked: ${describeS3Error(error)}.`, { cause: error });
+    }
+    try {
+      await this.#client.send(new CreateBucketCommand({ Bucket }));
+    } catch (error) {
+      const name = (error as Error).name;
+      // Another instance starting at the same moment made it.
+      if (name === 'BucketAlreadyOwnedByYou') return;
+      throw new Error(`S3_BUCKET "${Bucket}" does not exist and could not be created: ${describeS3Error(error)}.`, { cause: error });
+    }
+  }
+
+  async checkWritable(): Promise<void> {
+    if (Date.now() < this.#healthyUntil) return;
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }));
+    } catch (error) {
+      throw fromS3Error(error);
+    }
+    this.#healthyUntil = Date.now() + HEALTHY_FOR_MS;
+  }
+
+  async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
+    const key = newStorageKey();
+    const upload = new PartUpload(this.#client, this.#bucket, key, this.#objectKey(key), this.#concurrency, this.#claims);
+    const metered = meter(source, maxBytes);
+    let chunks: Buffer[] = [];
+    let buffered = 0;
+    try {
+      // Reading stops while all part slots are busy: the request is held back, not buffered.
+      for await (const chunk of metered as AsyncIterable<Buffer>) {
+        chunks.push(chunk);
+        buffered += chunk.length;
+        if (buffered < this.#partSize) continue;
+        const part = Buffer.concat(chunks, buffered);
+        chunks = [];
+        buffered = 0;
+        await upload.send(part);
+      }
+      if (!upload.started) return new S3Write(this.#client, this.#bucket, key, this.#objectKey(key), metered.size, metered.sha256(), Buffer.concat(chunks, buffered), this.#claims);
+      if (buffered > 0) await upload.send(Buffer.concat(chunks, buffered));
+      const parts = await upload.finish();
+      return new S3Write(this.#client, this.#bucket, key, this.#objectKey(key), metered.size, metered.sha256(), { uploadId: upload.uploadId!, parts }, this.#claims);
+    } catch (error) {
+      await upload.abort();
+      // The source's own error, or 'too-large' from the meter, as is; a failure of the store as a StorageError.
+      throw metered.errored === error || isStorageError(error) ? error : fromS3Error(error);
+    }
+  }
+
+  async open(key: string, range?: ByteRange): Promise<BlobRead> {
+    const Key = this.#objectKey(key);
+    try {
+      const object = await this.#client.send(
+        new GetObjectCommand({ Bucket: this.#bucket, Key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+      );
+      // With a range, the whole size is the part after the slash of Content-Range.
+      const size = range ? Number(object.ContentRange?.split('/')[1]) : Number(object.ContentLength);
+      if (!Number.isSafeInteger(size)) throw new StorageError('unavailable', 's3: no object size in the answer');
+      return { stream: object.Body as Readable, size };
+    } catch (error) {
+      throw isStorageError(error) ? error : fromS3Error(error, 'not-found');
+    }
+  }
+
+  async remove(keys: readonly string[]): Promise<void> {
+    const objectKeys = keys.map((key) => this.#objectKey(key));
+    for (let i = 0; i < objectKeys.length; i += DELETE_BATCH) {
+      const batch = objectKeys.slice(i, i + DELETE_BATCH);
+      let answer;
+      try {
+        answer = await this.#client.send(
+          new DeleteObjectsCommand({ Bucket: this.#bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
+        );
+      } catch (error) {
+        throw fromS3Error(error);
+      }
+      const failed = (answer.Errors ?? []).filter((error) => error.Code !== 'NoSuchKey');
+      if (failed.length > 0) throw new StorageError('unavailable', `s3: ${failed.length} objects not deleted (${failed[0]!.Code})`);
+    }
+  }
+
+  async *listObjects(): AsyncIterable<readonly StoredObject[]> {
+    let ContinuationToken: string | undefined;
+    do {
+      let answer;
+      try {
+        answer = await this.#client.send(
+          new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#prefix || undefined, MaxKeys: this.#pageSize, ContinuationToken }),
+        );
+      } catch (error) {
+        throw fromS3Error(error);
+      }
+      const page = (answer.Contents ?? []).flatMap((object) => {
+        const key = this.#storageKeyOf(object.Key);
+        return key && object.LastModified ? [{ key, modifiedAt: object.LastModified }] : [];
+      });
+      if (page.length > 0) yield page;
+      ContinuationToken = answer.IsTruncated ? answer.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+  }
+
+  async *listIncompleteWrites(): AsyncIterable<readonly IncompleteWrite[]> {
+    let KeyMarker: string | undefined;
+    let UploadIdMarker: string | undefined;
+    do {
+      let answer;
+      try {
+        answer = await this.#client.send(
+          new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: this.#prefix || undefined, MaxUploads: this.#pageSize, KeyMarker, UploadIdMarker }),
+        );
+      } catch (error) {
+        throw fromS3Error(error);
+      }
+      const page = (answer.Uploads ?? []).flatMap((upload) => {
+        const key = this.#storageKeyOf(upload.Key);
+        // The id carries both halves S3 needs to abort it: the key and the upload's own id.
+        return key && upload.UploadId && upload.Initiated ? [{ id: `${key}/${upload.UploadId}`, startedAt: upload.Initiated, instanceId: undefined }] : [];
+      });
+      if (page.length > 0) yield page;
+      const more = answer.IsTruncated === true;
+      KeyMarker = more ? answer.NextKeyMarker : undefined;
+      UploadIdMarker = more ? answer.NextUploadIdMarker : undefined;
+    } while (KeyMarker);
+  }
+
+  async removeIncompleteWrites(ids: readonly string[]): Promise<void> {
+    const uploads = ids.map((id) => {
+      const slash = id.indexOf('/');
+      return { Key: this.#objectKey(id.slice(0, slash)), UploadId: id.slice(slash + 1) };
+    });
+    for (let i = 0; i < uploads.length; i += PARALLEL_ABORTS) {
+      await Promise.all(
+        uploads.slice(i, i + PARALLEL_ABORTS).map(async ({ Key, UploadId }) => {
+          try {
+            await this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key, UploadId }));
+          } catch (error) {
+            if ((error as Error).name !== 'NoSuchUpload' && httpStatus(error) !== 404) throw fromS3Error(error);
+          }
+        }),
+      );
+    }
+  }
+
+  removeIncompleteWritesOf(instanceId: string): Promise<void> {
+    return this.#claims.abortAllOf(instanceId, (key) => this.#objectKey(key));
+  }
+
+  abortWritesInProgress(): Promise<void> {
+    return this.#claims.abortOpen();
+  }
+
+  #objectKey(key: string): string {
+    if (!isStorageKey(key)) throw new Error(`Not a storage key: ${JSON.stringify(key)}`);
+    return `${this.#prefix}${key.slice(0, 2)}/${key}`;
+  }
+
+  /** The storage key an object key names, if #objectKey() would have made it; else undefined. */
+  #storageKeyOf(objectKey: string | undefined): string | undefined {
+    if (!objectKey?.startsWith(this.#prefix)) return undefined;
+    const [folder, key, ...rest] = objectKey.slice(this.#prefix.length).split('/');
+    return rest.length === 0 && key !== undefined && isStorageKey(key) && key.slice(0, 2) === folder ? key : undefined;
+  }
+}
