@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { connectDatabase } from '../db/connect.js';
 import { ORPHAN_MIN_AGE_MS } from '../src/jobs/orphan-sweep.js';
-import { serverData, startServerProcess, type ServerProcess } from './helpers/process.js';
+import { serverData, startServerProcess, waitFor, type ServerProcess } from './helpers/process.js';
 import { upload, type UploadResult } from './helpers/upload.js';
 
 /**
@@ -109,9 +109,10 @@ t.test('kill -9 during uploads loses nothing acknowledged and leaves nothing hal
   const longAgo = new Date(Date.now() - 2 * ORPHAN_MIN_AGE_MS);
   for (const file of await filesUnder(storageDir)) await utimes(file, longAgo, longAgo);
   const leftBehind = (await filesUnder(path.join(storageDir, 'tmp'))).length;
-  server = await startServerProcess(env);
-  for (let i = 0; i < 100 && (await filesUnder(path.join(storageDir, 'tmp'))).length > 0; i++) await sleep(100);
-  await sleep(500);
+  // At debug level the sweep logs when it has run.
+  server = await startServerProcess({ ...env, LOG_LEVEL: 'debug' });
+  await waitFor('the start-up sweep to empty tmp/', async () => (await filesUnder(path.join(storageDir, 'tmp'))).length === 0);
+  await waitFor('the start-up sweep to finish', () => server?.output().includes('"job":"orphan-sweep"') ?? false);
   await server.stop('SIGTERM');
   server = undefined;
   t.comment(`${leftBehind} temp files were left by the kills`);

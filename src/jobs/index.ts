@@ -3,12 +3,20 @@ import type { ServiceContext } from '../services/context.js';
 import type { DownloadCounter } from '../services/download-counter.js';
 import { downloadFlushJob } from './download-flush.js';
 import { expirySweepJob } from './expiry-sweep.js';
+import { leaseHeartbeatJob, leaseSweepJob } from './leases.js';
 import { orphanSweepJob } from './orphan-sweep.js';
 import type { Job } from './schedule.js';
 
 /** The background jobs every instance runs. */
-export function serviceJobs(ctx: ServiceContext, counter: DownloadCounter, metrics: Metrics, sweepIntervalSeconds: number): Job[] {
+export function serviceJobs(
+  ctx: ServiceContext,
+  counter: DownloadCounter,
+  metrics: Metrics,
+  { sweepIntervalSeconds, instanceId }: { sweepIntervalSeconds: number; instanceId: string },
+): Job[] {
   return [
+    leaseHeartbeatJob(ctx.db, instanceId),
+    leaseSweepJob(ctx, instanceId),
     orphanSweepJob(ctx.db, ctx.storage),
     expirySweepJob(ctx, sweepIntervalSeconds, { runs: metrics.sweeperRuns, filesRemoved: metrics.sweeperFilesRemoved }),
     downloadFlushJob(counter),
