@@ -9,7 +9,8 @@ import { defineOperation } from './operation.js';
 /** GET or POST /API/AccessToken: AppId and AppSecret → a short-lived AccessToken. */
 export default async function tokenRoutes(fastify: FastifyInstance): Promise<void> {
   // One allowance for GET, POST and HEAD together: a route-level limit would give each its own.
-  const limit = fastify.rateLimit({ max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 });
+  // The groupId names its counters in Redis when the limits are shared by all instances.
+  const limit = fastify.rateLimit({ max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000, groupId: 'AccessToken' });
   defineOperation(fastify, {
     name: 'AccessToken',
     method: ['GET', 'POST'],
