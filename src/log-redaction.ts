@@ -9,8 +9,12 @@ function decodedName(raw: string): string {
   }
 }
 
-/** The URL as it may be logged: the values of secret query parameters replaced. */
-export function redactUrl(url: string): string {
+/** A resumable upload's URL is the capability for it, like a presigned URL. */
+const RESUMABLE_UPLOAD_ID = /^(\/api\/resumableupload\/)[^/?]+/i;
+
+/** The URL as it may be logged: the values of secret query parameters and resumable upload ids replaced. */
+export function redactUrl(raw: string): string {
+  const url = raw.replace(RESUMABLE_UPLOAD_ID, '$1[REDACTED]');
   const q = url.indexOf('?');
   if (q < 0) return url;
   const query = url

@@ -1,0 +1,167 @@
+import type { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database, ResumableUploadRow } from '../../db/schema.js';
+import type { ResumableBytes } from '../storage/resumable-bytes.js';
+import type { ServiceContext } from './context.js';
+import { authorizeUpload, commitUpload, type StoredFile } from './uploads.js';
+
+/**
+ * Resumable uploads, free of the tus wire format: their state in PostgreSQL (so any instance
+ * serves any request), their bytes in the storage backend, and at the end the one upload flow.
+ */
+
+export interface ResumableTarget {
+  readonly appId: string;
+  readonly bucketId: number;
+  readonly fileName: string;
+  readonly aliveDays: number;
+  readonly size: number;
+  /** The client's Upload-Metadata, kept to echo it on HEAD. */
+  readonly metadata: Record<string, string | null>;
+}
+
+export interface ResumableContext extends ServiceContext {
+  readonly resumable: ResumableBytes;
+  /** An incomplete upload expires this long after its last PATCH. */
+  readonly expiryMs: number;
+}
+
+/** 128 random bits: the upload's URL is its capability, so it must not be guessable. */
+export function newUploadId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+export async function createResumable(ctx: ResumableContext, uploadId: string, target: ResumableTarget): Promise<ResumableUploadRow> {
+  await ctx.resumable.create(uploadId);
+  return ctx.db
+    .insertInto('resumable_uploads')
+    .values({
+      upload_id: uploadId,
+      app_id: target.appId,
+      bucket_id: target.bucketId,
+      file_name: target.fileName,
+      alive_days: target.aliveDays,
+      size_bytes: target.size,
+      metadata: JSON.stringify(target.metadata),
+      expires_at: new Date(Date.now() + ctx.expiryMs),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The upload, expired or not; undefined once it is gone. */
+export async function findResumable(db: Kysely<Database>, uploadId: string): Promise<ResumableUploadRow | undefined> {
+  return db.selectFrom('resumable_uploads').selectAll().where('upload_id', '=', uploadId).executeTakeFirst();
+}
+
+/**
+ * Appends a PATCH body. Whatever happens to the request, the bytes that reached the store durably
+ * are recorded as the new offset (a dropped connection resumes after them), and the expiry moves on.
+ */
+export async function appendResumable(ctx: ResumableContext, row: ResumableUploadRow, source: Readable): Promise<number> {
+  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source);
+  await ctx.db
+    .updateTable('resumable_uploads')
+    .set({ offset_bytes: offset, expires_at: new Date(Date.now() + ctx.expiryMs) })
+    .where('upload_id', '=', row.upload_id)
+    .execute();
+  return offset;
+}
+
+/** Termination, expiry, or the end of a completion: state first, then bytes. */
+export async function removeResumable(ctx: ResumableContext, uploadIds: readonly string[]): Promise<void> {
+  if (uploadIds.length === 0) return;
+  await ctx.db.deleteFrom('resumable_uploads').where('upload_id', 'in', uploadIds).execute();
+  await ctx.resumable.remove(uploadIds).catch((error: unknown) => ctx.log.error({ err: error, count: uploadIds.length }, 'resumable upload bytes were not removed'));
+}
+
+/**
+ * The last byte arrived: the upload becomes a file through the same flow as UploadFile (the target
+ * is authorized again, for the app that created the upload: its token may have expired since),
+ * and the upload's own state and bytes go. A refusal (the name was taken meanwhile) removes them too.
+ */
+export async function completeResumable(ctx: ResumableContext, uploadId: string): Promise<StoredFile | undefined> {
+  // Claimed by deleting its state: of two requests that both reached the end, one completes it.
+  const row = await ctx.db
+    .deleteFrom('resumable_uploads')
+    .where('upload_id', '=', uploadId)
+    .whereRef('offset_bytes', '=', 'size_bytes')
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) return undefined;
+  try {
+    const bucket = await authorizeUpload(ctx.db, row.app_id, row.bucket_id, row.file_name);
+    const written = await ctx.storage.write(ctx.resumable.read(row.upload_id), { maxBytes: row.size_bytes });
+    return await commitUpload(ctx, written, { ...bucket, fileName: row.file_name, aliveDays: row.alive_days });
+  } finally {
+    await ctx.resumable.remove([row.upload_id]).catch((error: unknown) => ctx.log.error({ err: error }, 'resumable upload bytes were not removed'));
+  }
+}
+
+/** Incomplete uploads past their expiry, removed in batches; several instances may sweep at once. */
+export async function sweepExpiredResumables(ctx: ResumableContext, batchSize = 500): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const { rows } = await sql<{ upload_id: string }>`
+      DELETE FROM resumable_uploads WHERE upload_id IN (
+        SELECT upload_id FROM resumable_uploads WHERE expires_at <= now()
+          AND (locked_until IS NULL OR locked_until < now())
+        ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED)
+      RETURNING upload_id`.execute(ctx.db);
+    const ids = rows.map((r) => r.upload_id);
+    await ctx.resumable.remove(ids).catch((error: unknown) => ctx.log.error({ err: error, count: ids.length }, 'resumable upload bytes were not removed'));
+    removed += ids.length;
+    if (rows.length < batchSize) return removed;
+  }
+}
+
+/** Bytes younger than this are never judged orphans: their upload may be being created or completed. */
+const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Removes stored bytes of uploads that have no state (a crash between the two), once they are
+ * older than `olderThanMs`; page by page.
+ */
+export async function sweepOrphanResumables(ctx: ResumableContext, olderThanMs = ORPHAN_MIN_AGE_MS): Promise<number> {
+  const cutoff = Date.now() - olderThanMs;
+  let removed = 0;
+  for await (const page of ctx.resumable.list()) {
+    const old = page.filter((entry) => entry.modifiedAt.getTime() < cutoff).map((entry) => entry.id);
+    if (old.length === 0) continue;
+    const rows = await ctx.db.selectFrom('resumable_uploads').select('upload_id').where('upload_id', 'in', old).execute();
+    const known = new Set(rows.map((row) => row.upload_id));
+    const orphans = old.filter((id) => !known.has(id));
+    await ctx.resumable.remove(orphans);
+    removed += orphans.length;
+  }
+  return removed;
+}
+
+/** How long a lock holds without renewal: an instance that dies mid-PATCH blocks its upload at most this long. */
+export const LOCK_LEASE_MS = 10_000;
+
+/**
+ * Takes the upload's lock if it is free (or its lease ran out); true when taken. A lease in the
+ * row rather than a held connection or advisory lock: a PATCH streams for minutes, and the
+ * embedded database has a single connection.
+ */
+export async function tryLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<'locked' | 'busy' | 'missing'> {
+  const result = await db
+    .updateTable('resumable_uploads')
+    .set({ lock_token: lockToken, locked_until: sql<Date>`now() + ${`${LOCK_LEASE_MS} milliseconds`}::interval` })
+    .where('upload_id', '=', uploadId)
+    .where((eb) => eb.or([eb('lock_token', 'is', null), eb('locked_until', '<', sql<Date>`now()`), eb('lock_token', '=', lockToken)]))
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 1) return 'locked';
+  return (await findResumable(db, uploadId)) ? 'busy' : 'missing';
+}
+
+export async function unlockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<void> {
+  await db
+    .updateTable('resumable_uploads')
+    .set({ lock_token: null, locked_until: null })
+    .where('upload_id', '=', uploadId)
+    .where('lock_token', '=', lockToken)
+    .execute();
+}

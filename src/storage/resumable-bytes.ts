@@ -1,0 +1,26 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * Where the bytes of incomplete resumable uploads live: in the storage backend (a folder beside
+ * the disk store's objects, or the bucket on S3), never in one instance's temp folder, so any
+ * instance can take an upload over. Ids are made by the service ([a-f0-9]).
+ */
+export interface ResumableBytes {
+  /** Creates what the store needs; safe on every start. */
+  prepare(): Promise<void>;
+  /** Begins an empty upload. */
+  create(id: string): Promise<void>;
+  /**
+   * Appends `source` after the first `offset` bytes (anything stored past them, from a request that
+   * was never acknowledged, is dropped first) and resolves with the new length once every byte
+   * counted in it is durable. When the source fails (a dropped connection), the bytes that arrived
+   * are kept and counted all the same; only a failure of the store itself rejects.
+   */
+  append(id: string, offset: number, source: Readable): Promise<number>;
+  /** The upload's bytes from the start, for the commit into the blob store. */
+  read(id: string): Readable;
+  /** Removes uploads' bytes; missing ones are ignored. */
+  remove(ids: readonly string[]): Promise<void>;
+  /** Every upload the store holds bytes for, with when they last changed, a page at a time. */
+  list(): AsyncIterable<ReadonlyArray<{ id: string; modifiedAt: Date }>>;
+}

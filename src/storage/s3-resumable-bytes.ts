@@ -1,0 +1,253 @@
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  ListPartsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type Part,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import { fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
+import type { ResumableBytes } from './resumable-bytes.js';
+
+const ID = /^[a-f0-9]{32}$/;
+/** The tail object's metadata: the length of the parts it follows, so a tail a later part absorbed is recognised as stale. */
+const TAIL_BASE = 'base';
+
+export interface S3ResumableBytesOptions {
+  bucket: string;
+  /** The deployment's S3_PREFIX; uploads live under `<prefix>resumable/`. */
+  prefix: string;
+  /** Bytes per part (at least S3's 5 MiB minimum): what one upload holds in memory at most. */
+  partSize: number;
+}
+
+interface Stored {
+  uploadId: string;
+  parts: Part[];
+  /** Bytes in the parts. */
+  partBytes: number;
+  /** The bytes after the parts, kept in `<id>.tail` until there are enough for a part. */
+  tail: Buffer;
+}
+
+/**
+ * Each incomplete upload is an S3 multipart upload under `<prefix>resumable/<id>`, plus an object
+ * `<id>.tail` with the acknowledged bytes that do not fill a part yet (S3 refuses non-final parts
+ * under 5 MiB). Everything is found again from the id alone (ListMultipartUploads, ListParts), so
+ * any instance resumes any upload. Completion completes the multipart upload and streams the object.
+ */
+export class S3ResumableBytes implements ResumableBytes {
+  readonly #client: S3Client;
+  readonly #bucket: string;
+  readonly #folder: string;
+  readonly #partSize: number;
+
+  constructor(client: S3Client, options: S3ResumableBytesOptions) {
+    this.#client = client;
+    this.#bucket = options.bucket;
+    this.#folder = `${options.prefix}resumable/`;
+    this.#partSize = options.partSize;
+  }
+
+  /** The bucket is checked or created by the blob store. */
+  async prepare(): Promise<void> {}
+
+  async create(id: string): Promise<void> {
+    await this.#call(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
+  }
+
+  async append(id: string, offset: number, source: Readable): Promise<number> {
+    const stored = await this.#stored(id);
+    const foundTail = stored.tail.length;
+    let skip = 0;
+    if (offset < stored.partBytes) {
+      // Parts went in after the last acknowledged offset (the answer or the state update was lost):
+      // the client sends those bytes again, which are the same bytes, so they are skipped.
+      skip = stored.partBytes - offset;
+      stored.tail = Buffer.alloc(0);
+    } else if (offset <= stored.partBytes + stored.tail.length) {
+      stored.tail = stored.tail.subarray(0, offset - stored.partBytes);
+    } else {
+      throw new StorageError('not-found', `s3: resumable upload has ${stored.partBytes + stored.tail.length} bytes, not ${offset}`);
+    }
+    // The tail object is rewritten only when its bytes change: cut, moved into a part, or grown.
+    let tailChanged = stored.tail.length !== foundTail;
+    let chunks: Buffer[] = [stored.tail];
+    let buffered = stored.tail.length;
+    let skipped = 0;
+    for await (const chunk of untilFailure(source)) {
+      let bytes = chunk;
+      if (skipped < skip) {
+        const dropped = Math.min(skip - skipped, bytes.length);
+        skipped += dropped;
+        bytes = bytes.subarray(dropped);
+        if (bytes.length === 0) continue;
+      }
+      chunks.push(bytes);
+      buffered += bytes.length;
+      tailChanged = true;
+      while (buffered >= this.#partSize) {
+        const all = Buffer.concat(chunks, buffered);
+        await this.#uploadPart(id, stored, all.subarray(0, this.#partSize));
+        chunks = [all.subarray(this.#partSize)];
+        buffered = chunks[0]!.length;
+      }
+    }
+    if (skipped < skip) return offset + skipped;
+    const tail = Buffer.concat(chunks, buffered);
+    if (tailChanged) await this.#putTail(id, stored.partBytes, tail);
+    return stored.partBytes + tail.length;
+  }
+
+  read(id: string): Readable {
+    return Readable.from(this.#readAll(id));
+  }
+
+  async remove(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      const key = this.#key(id);
+      // The tail first: a multipart upload left by a failure here is still listed, and swept.
+      const deleted = await this.#call(
+        this.#client.send(new DeleteObjectsCommand({ Bucket: this.#bucket, Delete: { Objects: [{ Key: `${key}.tail` }, { Key: key }], Quiet: true } })),
+      );
+      const failed = (deleted.Errors ?? []).filter((error) => error.Code !== 'NoSuchKey');
+      if (failed.length > 0) throw new StorageError('unavailable', `s3: resumable upload not deleted (${failed[0]!.Code})`);
+      for (const uploadId of await this.#uploadIds(id)) {
+        await this.#call(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: key, UploadId: uploadId }))).catch(
+          (error: unknown) => {
+            if (!isStorageError(error, 'not-found')) throw error;
+          },
+        );
+      }
+    }
+  }
+
+  /** Multipart uploads (dated by their start) and objects (tails, completed uploads) under resumable/. */
+  async *list(): AsyncIterable<ReadonlyArray<{ id: string; modifiedAt: Date }>> {
+    let KeyMarker: string | undefined;
+    let UploadIdMarker: string | undefined;
+    do {
+      const answer = await this.#call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: this.#folder, KeyMarker, UploadIdMarker })));
+      const page = (answer.Uploads ?? []).flatMap((upload) => {
+        const id = this.#idOf(upload.Key);
+        return id && upload.Initiated ? [{ id, modifiedAt: upload.Initiated }] : [];
+      });
+      if (page.length > 0) yield page;
+      const more = answer.IsTruncated === true;
+      KeyMarker = more ? answer.NextKeyMarker : undefined;
+      UploadIdMarker = more ? answer.NextUploadIdMarker : undefined;
+    } while (KeyMarker);
+    let ContinuationToken: string | undefined;
+    do {
+      const answer = await this.#call(this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#folder, ContinuationToken })));
+      const page = (answer.Contents ?? []).flatMap((object) => {
+        const id = this.#idOf(object.Key?.replace(/\.tail$/, ''));
+        return id && object.LastModified ? [{ id, modifiedAt: object.LastModified }] : [];
+      });
+      if (page.length > 0) yield page;
+      ContinuationToken = answer.IsTruncated ? answer.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+  }
+
+  async *#readAll(id: string): AsyncGenerator<Buffer> {
+    const stored = await this.#stored(id);
+    const Key = this.#key(id);
+    if (stored.parts.length === 0) {
+      // Smaller than one part: the tail is the whole upload.
+      if (stored.tail.length > 0) yield stored.tail;
+      return;
+    }
+    if (stored.tail.length > 0) await this.#uploadPart(id, stored, stored.tail);
+    await this.#call(this.#client.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: this.#bucket,
+        Key,
+        UploadId: stored.uploadId,
+        MultipartUpload: { Parts: stored.parts.map(({ PartNumber, ETag }) => ({ PartNumber, ETag })) },
+      }),
+    ));
+    const object = await this.#call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key })));
+    yield* object.Body as Readable;
+  }
+
+  /** The upload as the store holds it; a tail whose base is not the parts' length is stale (a part absorbed it). */
+  async #stored(id: string): Promise<Stored> {
+    const [uploadId] = await this.#uploadIds(id);
+    if (!uploadId) throw new StorageError('not-found', 's3: no such resumable upload');
+    const parts: Part[] = [];
+    let PartNumberMarker: string | undefined;
+    do {
+      const answer = await this.#call(this.#client.send(new ListPartsCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: uploadId, PartNumberMarker })));
+      parts.push(...(answer.Parts ?? []));
+      PartNumberMarker = answer.IsTruncated ? answer.NextPartNumberMarker : undefined;
+    } while (PartNumberMarker);
+    parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
+    const partBytes = parts.reduce((sum, part) => sum + (part.Size ?? 0), 0);
+    let tail = Buffer.alloc(0);
+    try {
+      const object = await this.#call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: `${this.#key(id)}.tail` })));
+      const bytes = Buffer.from(await object.Body!.transformToByteArray());
+      if (Number(object.Metadata?.[TAIL_BASE]) === partBytes) tail = bytes;
+    } catch (error) {
+      if (!isStorageError(error, 'not-found')) throw error;
+    }
+    return { uploadId, parts, partBytes, tail };
+  }
+
+  async #uploadPart(id: string, stored: Stored, body: Buffer): Promise<void> {
+    const PartNumber = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
+    const { ETag } = await this.#call(this.#client.send(
+      new UploadPartCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: stored.uploadId, PartNumber, Body: body, ContentLength: body.length }),
+    ));
+    stored.parts.push({ PartNumber, ETag, Size: body.length });
+    stored.partBytes += body.length;
+  }
+
+  async #putTail(id: string, base: number, tail: Buffer): Promise<void> {
+    await this.#call(this.#client.send(
+      new PutObjectCommand({ Bucket: this.#bucket, Key: `${this.#key(id)}.tail`, Body: tail, ContentLength: tail.length, Metadata: { [TAIL_BASE]: String(base) } }),
+    ));
+  }
+
+  async #uploadIds(id: string): Promise<string[]> {
+    const Key = this.#key(id);
+    const answer = await this.#call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
+    return (answer.Uploads ?? []).filter((upload) => upload.Key === Key && upload.UploadId).map((upload) => upload.UploadId!);
+  }
+
+  /** One call to the store; its failures as StorageErrors (a missing key or upload as 'not-found'). */
+  async #call<T>(request: Promise<T>): Promise<T> {
+    try {
+      return await request;
+    } catch (error) {
+      if ((error as Error).name === 'NoSuchUpload' || httpStatus(error) === 404) throw new StorageError('not-found', 's3: not found', { cause: error });
+      throw fromS3Error(error);
+    }
+  }
+
+  #key(id: string): string {
+    if (!ID.test(id)) throw new Error(`Not a resumable upload id: ${JSON.stringify(id)}`);
+    return `${this.#folder}${id}`;
+  }
+
+  #idOf(objectKey: string | undefined): string | undefined {
+    const id = objectKey?.startsWith(this.#folder) ? objectKey.slice(this.#folder.length) : undefined;
+    return id && ID.test(id) ? id : undefined;
+  }
+}
+
+/** The source's chunks until it ends or fails: a dropped connection ends an append, it does not fail it. */
+async function* untilFailure(source: Readable): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of source) yield chunk as Buffer;
+  } catch {
+    // The client went away; what arrived is kept.
+  }
+}

@@ -1,0 +1,176 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import t, { type Test } from 'tap';
+import { createBucket } from './helpers/buckets.js';
+import { startService, type TestService } from './helpers/service.js';
+import { s3ServiceEnv, s3TestConfig, testBucketName, whyNoS3 } from './helpers/s3.js';
+import { metadata, patchThenDrop, tusRequest } from './helpers/tus.js';
+import { sweepOrphans } from '../src/jobs/orphan-sweep.js';
+import { sweepExpiredResumables, sweepOrphanResumables } from '../src/services/resumable-uploads.js';
+import { createS3Client } from '../src/storage/s3-client.js';
+import { S3ResumableBytes } from '../src/storage/s3-resumable-bytes.js';
+
+const MiB = 1024 * 1024;
+const OCTETS = 'application/offset+octet-stream';
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+interface Instance {
+  service: TestService;
+  base: string;
+}
+
+/** Two instances on one database and one bucket, in parts of 5 MiB (S3's minimum). */
+async function twoInstances(t: Test): Promise<{ a: Instance; b: Instance; bucket: string; token: string; bucketId: number }> {
+  const bucket = testBucketName(t);
+  const env = s3ServiceEnv(bucket, { S3_PART_SIZE_BYTES: String(5 * MiB) });
+  const a = await startService(t, { env });
+  const b = await startService(t, { env });
+  const instances = { a: { service: a, base: await a.listen() }, b: { service: b, base: await b.listen() } };
+  const { token } = await a.newApp();
+  const bucketId = await createBucket(a, token, { openToRead: true });
+  return { ...instances, bucket, token, bucketId };
+}
+
+/** What the bucket holds for resumable uploads: incomplete multipart uploads and objects under resumable/. */
+async function resumableLeftovers(bucket: string): Promise<{ uploads: string[]; objects: string[] }> {
+  const client = createS3Client(s3TestConfig(bucket));
+  try {
+    const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: 'resumable/' }));
+    const objects = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'resumable/' }));
+    return { uploads: (uploads.Uploads ?? []).map((u) => u.Key!), objects: (objects.Contents ?? []).map((o) => o.Key!) };
+  } finally {
+    client.destroy();
+  }
+}
+
+async function create(base: string, token: string, bucketId: number, size: number, fileName: string): Promise<string> {
+  const created = await tusRequest(`${base}/API/ResumableUpload`, 'POST', {
+    Authorization: `Bearer ${token}`,
+    'Upload-Length': size,
+    'Upload-Metadata': metadata({ filename: fileName, BucketId: String(bucketId), AliveDays: '3' }),
+  });
+  if (created.status !== 201) throw new Error(`creation: ${created.status} ${created.body}`);
+  return created.headers.location!.split('/').pop()!;
+}
+
+async function download(url: string): Promise<Buffer> {
+  const response = await fetch(url);
+  if (response.status !== 200) throw new Error(`download ${url}: ${response.status}`);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t) => {
+  t.test('a multi-part upload dropped mid-PATCH resumes on a second instance and downloads byte-identical', async (t) => {
+    const { a, b, bucket, token, bucketId } = await twoInstances(t);
+    const content = randomBytes(13 * MiB + 5);
+    const id = await create(a.base, token, bucketId, content.length, 'journey.bin');
+    const onA = `${a.base}/API/ResumableUpload/${id}`;
+    const onB = `${b.base}/API/ResumableUpload/${id}`;
+
+    const first = await tusRequest(onA, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, content.subarray(0, MiB));
+    t.equal(first.status, 204, first.body);
+    t.equal(first.headers['upload-offset'], String(MiB), 'a short first chunk, kept below the part size');
+
+    await patchThenDrop(onA, MiB, content.subarray(MiB), 7 * MiB);
+    let offset = 0;
+    for (let i = 0; i < 100 && offset <= MiB; i++) {
+      await sleep(100);
+      offset = Number((await tusRequest(onB, 'HEAD', {})).headers['upload-offset']);
+    }
+    t.ok(offset > 5 * MiB && offset <= 8 * MiB, `HEAD on the other instance reports the bytes that arrived before the drop (${offset})`);
+    t.same((await resumableLeftovers(bucket)).uploads, [`resumable/${id}`], 'the acknowledged bytes are a multipart upload in the bucket');
+
+    // The rest in one PATCH of more than a part, on the instance that never saw the upload's bytes.
+    const last = await tusRequest(onB, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': offset }, content.subarray(offset));
+    t.equal(last.status, 204, last.body);
+    t.equal(last.headers['upload-offset'], String(content.length));
+    const fileKey = last.headers['upload-file-key'];
+    t.equal(sha256(await download(`${a.base}/Download/FromKey/${fileKey}`)), sha256(content), 'byte-identical through the download route');
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'nothing of the upload is left under resumable/');
+  });
+
+  t.test('an upload smaller than one part goes up in chunks over both instances', async (t) => {
+    const { a, b, bucket, token, bucketId } = await twoInstances(t);
+    const content = randomBytes(3 * MiB + 17);
+    const id = await create(a.base, token, bucketId, content.length, 'small.bin');
+    let offset = 0;
+    for (const [i, end] of [MiB, 2 * MiB, content.length].entries()) {
+      const base = i % 2 === 0 ? b.base : a.base;
+      const answer = await tusRequest(`${base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': offset }, content.subarray(offset, end));
+      t.equal(answer.status, 204, answer.body);
+      offset = end;
+      if (end === content.length) {
+        t.equal(sha256(await download(`${b.base}/Download/FromKey/${answer.headers['upload-file-key']}`)), sha256(content), 'byte-identical');
+      }
+    }
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'nothing left under resumable/');
+  });
+
+  t.test('termination and expiry leave no incomplete multipart upload', async (t) => {
+    const { a, b, bucket, token, bucketId } = await twoInstances(t);
+    const content = randomBytes(6 * MiB);
+    const ids = [];
+    for (const name of ['ended.bin', 'abandoned.bin']) {
+      const id = await create(a.base, token, bucketId, content.length + 1, name);
+      const patched = await tusRequest(`${a.base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, content);
+      t.equal(patched.status, 204, patched.body);
+      ids.push(id);
+    }
+    t.equal((await resumableLeftovers(bucket)).uploads.length, 2, 'a multipart upload each');
+
+    t.equal((await tusRequest(`${b.base}/API/ResumableUpload/${ids[0]}`, 'DELETE', {})).status, 204);
+    t.same((await resumableLeftovers(bucket)).uploads, [`resumable/${ids[1]}`], 'the terminated one is aborted');
+
+    await a.service.app.db.updateTable('resumable_uploads').set({ expires_at: new Date(Date.now() - 1000) }).execute();
+    t.equal(await sweepExpiredResumables(a.service.app.resumable), 1);
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'the expired one is aborted and its tail removed');
+  });
+
+  t.test('bytes stored past the acknowledged offset (a lost answer) are not stored twice', async (t) => {
+    const bucket = testBucketName(t);
+    const service = await startService(t, { env: s3ServiceEnv(bucket) });
+    t.ok(service, 'the service created the bucket');
+    const client = createS3Client(s3TestConfig(bucket));
+    t.teardown(() => client.destroy());
+    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB });
+    const id = randomBytes(16).toString('hex');
+    const content = randomBytes(12 * MiB);
+    await bytes.create(id);
+    t.equal(await bytes.append(id, 0, Readable.from([content.subarray(0, 7 * MiB)])), 7 * MiB);
+    // The state still says 0: the client sends everything again from there.
+    t.equal(await bytes.append(id, 0, Readable.from([content.subarray(0, 9 * MiB)])), 9 * MiB);
+    t.equal(await bytes.append(id, 9 * MiB, Readable.from([content.subarray(9 * MiB)])), content.length);
+    const chunks: Buffer[] = [];
+    for await (const chunk of bytes.read(id)) chunks.push(chunk as Buffer);
+    t.equal(sha256(Buffer.concat(chunks)), sha256(content), 'each byte once, in order');
+    await bytes.remove([id]);
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
+
+    // Below a part: bytes past the offset are dropped before the new ones go in, even of the same length.
+    const small = randomBytes(16).toString('hex');
+    await bytes.create(small);
+    t.equal(await bytes.append(small, 0, Readable.from([Buffer.alloc(2 * MiB, 1)])), 2 * MiB);
+    t.equal(await bytes.append(small, MiB, Readable.from([Buffer.alloc(MiB, 2)])), 2 * MiB);
+    const read: Buffer[] = [];
+    for await (const chunk of bytes.read(small)) read.push(chunk as Buffer);
+    t.ok(Buffer.concat(read).equals(Buffer.concat([Buffer.alloc(MiB, 1), Buffer.alloc(MiB, 2)])), 'the second MiB replaced');
+    await bytes.remove([small]);
+  });
+
+  t.test('the file orphan sweep leaves incomplete uploads alone; bytes without state are swept as resumable orphans', async (t) => {
+    const { a, bucket, token, bucketId } = await twoInstances(t);
+    const id = await create(a.base, token, bucketId, 6 * MiB + 1, 'kept.bin');
+    const patched = await tusRequest(`${a.base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, randomBytes(6 * MiB));
+    t.equal(patched.status, 204, patched.body);
+    t.same(await sweepOrphans(a.service.app.db, a.service.app.storage, 0), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'not taken for a file’s leftovers');
+    t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 0, 'an upload with state is no orphan');
+    t.same((await resumableLeftovers(bucket)).uploads, [`resumable/${id}`]);
+
+    // A crash between the bytes and the row: bytes without state.
+    await a.service.app.db.deleteFrom('resumable_uploads').execute();
+    t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 1, 'swept once (its multipart upload and its tail are one upload)');
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
+  });
+});
