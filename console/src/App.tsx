@@ -1,0 +1,88 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { operations } from './api';
+import { BucketPage } from './BucketPage';
+import { BucketList } from './Buckets';
+import type { Notice } from './notices';
+import { forgetSession, freshToken, loadSession, type Session } from './session';
+import { SignIn } from './SignIn';
+
+/** `#/buckets/12` → 12: the page is kept in the hash, so a reload stays where it was. */
+function bucketInHash(): number | undefined {
+  const match = /^#\/buckets\/(\d+)$/.exec(location.hash);
+  return match ? Number(match[1]) : undefined;
+}
+
+export function App() {
+  const [session, setSession] = useState<Session | undefined>(loadSession);
+  const [bucketId, setBucketId] = useState(bucketInHash);
+  const [notice, setNotice] = useState<Notice>();
+
+  useEffect(() => {
+    const follow = () => {
+      setBucketId(bucketInHash());
+      setNotice(undefined);
+    };
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+
+  // The getter reads the latest session each time, so one API object serves the whole session.
+  const api = useMemo(() => {
+    let latest = session;
+    const token = freshToken(
+      () => latest,
+      (renewed) => {
+        latest = renewed;
+        setSession(renewed);
+      },
+    );
+    return { ops: operations(token), token, setLatest: (value: Session | undefined) => (latest = value) };
+  }, [session?.appId]);
+  api.setLatest(session);
+
+  const signOut = () => {
+    forgetSession();
+    setSession(undefined);
+    setNotice(undefined);
+    location.hash = '';
+  };
+
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href="#/">
+          File storage
+        </a>
+        {session && (
+          <>
+            <span class="app-id" title="Signed in as this app">
+              {session.appId}
+            </span>
+            <button type="button" class="quiet" onClick={signOut}>
+              Sign out
+            </button>
+          </>
+        )}
+      </header>
+      <main>
+        <div class="notices" aria-live="polite">
+          {notice && (
+            <div class={`notice ${notice.kind}`}>
+              <p role={notice.kind === 'error' ? 'alert' : 'status'}>{notice.text}</p>
+              <button type="button" class="quiet" aria-label="Dismiss message" onClick={() => setNotice(undefined)}>
+                ×
+              </button>
+            </div>
+          )}
+        </div>
+        {!session ? (
+          <SignIn onSignedIn={(signedIn) => (setSession(signedIn), setNotice(undefined))} notify={setNotice} />
+        ) : bucketId === undefined ? (
+          <BucketList api={api.ops} notify={setNotice} />
+        ) : (
+          <BucketPage api={api.ops} token={api.token} bucketId={bucketId} notify={setNotice} />
+        )}
+      </main>
+    </>
+  );
+}

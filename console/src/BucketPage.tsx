@@ -1,0 +1,48 @@
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import type { Bucket, Operations, StoredFile } from './api';
+import { FileTable } from './FileTable';
+import { failure, type Notify } from './notices';
+import { Uploads } from './Uploads';
+
+export function BucketPage({ api, token, bucketId, notify }: { api: Operations; token: () => Promise<string>; bucketId: number; notify: Notify }) {
+  const [bucket, setBucket] = useState<Bucket>();
+  const [files, setFiles] = useState<StoredFile[]>();
+
+  const loadFiles = useCallback(
+    () =>
+      api.listFiles(bucketId).then(
+        (answer) => setFiles(answer.AllFiles),
+        (error) => notify(failure(error)),
+      ),
+    [api, bucketId],
+  );
+  useEffect(() => {
+    setBucket(undefined);
+    setFiles(undefined);
+    api.bucketDetail(bucketId).then(setBucket, (error) => notify(failure(error)));
+    void loadFiles();
+  }, [api, bucketId]);
+
+  return (
+    <section>
+      <nav class="crumbs" aria-label="Breadcrumb">
+        <a href="#/">All buckets</a>
+      </nav>
+      <div class="heading">
+        <h1>{bucket?.BucketName ?? 'Bucket'}</h1>
+        {bucket && (
+          <p class="flags">
+            <span class={bucket.OpenToRead ? 'flag on' : 'flag'}>{bucket.OpenToRead ? 'Open to read' : 'Private downloads'}</span>
+            <span class={bucket.OpenToUpload ? 'flag on' : 'flag'}>{bucket.OpenToUpload ? 'Open to upload' : 'Owner uploads only'}</span>
+          </p>
+        )}
+      </div>
+      <Uploads token={token} bucketId={bucketId} onUploaded={loadFiles} />
+      {files === undefined ? (
+        <p class="hint">Loading files…</p>
+      ) : (
+        <FileTable api={api} files={files} openToRead={bucket?.OpenToRead ?? false} notify={notify} onChanged={loadFiles} />
+      )}
+    </section>
+  );
+}
