@@ -159,7 +159,7 @@ export function cpuSeconds(pid: number): number | undefined {
 
 /**
  * CPU time (user + system) one process has used so far, in seconds; with `mainThreadOnly`, only
- * its main thread: for Node.js, the event loop (JavaScript, and PGlite's WebAssembly), without the
+ * its main thread: for Node.js, the event loop (JavaScript), without the
  * libuv thread pool (file system calls) and V8's helper threads (GC, compilers).
  */
 export function processCpuSeconds(pid: number, mainThreadOnly = false): number | undefined {

@@ -31,13 +31,11 @@ function category(frame: ProfileNode['callFrame']): string {
     if (functionName === '(idle)') return 'idle (waiting for I/O)';
     if (functionName === '(garbage collector)') return 'garbage collection';
     if (functionName === '(program)') return 'V8 / native (program)';
-    if (/^\$|wasm/i.test(functionName)) return 'PGlite (WebAssembly)';
     return 'native';
   }
-  if (url.startsWith('wasm://')) return 'PGlite (WebAssembly)';
   if (url.startsWith('node:')) return 'Node.js internals';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (pkg) return pkg[1] === '@electric-sql/pglite' ? 'PGlite (JavaScript)' : pkg[1]!;
+  if (pkg) return pkg[1]!;
   if (/\/dist\/(src|plugins|db)\//.test(url)) return 'service code';
   return 'other';
 }

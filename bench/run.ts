@@ -6,7 +6,8 @@
  *   --postgres       run the service on PostgreSQL (BENCH_DATABASE_URL, a fresh database per run)
  *   --both           run it on the embedded database and on PostgreSQL, side by side
  *   --only=a,b       only these cases (upload-large, upload-1m, upload-1k, download-large,
- *                    download-1m, download-1k, metadata, memory)
+ *                    download-1m, download-1k, metadata, data-growth, memory, s3-large,
+ *                    resumable-large)
  *   --runs=N         measured runs per case (default 3)
  *   --duration=S     seconds per measured run of the concurrent cases
  *   --profile        run the service under `node --cpu-prof` and summarize where its time went
@@ -21,11 +22,14 @@ import { findNginx } from './baselines/nginx.js';
 import { wants, type CaseId, type Context } from './cases/common.js';
 import { download1k } from './cases/download-1k.js';
 import { download1m } from './cases/download-1m.js';
+import { dataGrowth } from './cases/data-growth.js';
 import { checkCounters } from './cases/download-counter.js';
 import { downloadLarge } from './cases/download-large.js';
 import { dropExtraLargeFiles } from './cases/free-disk.js';
 import { memoryCase } from './cases/memory.js';
 import { metadata } from './cases/metadata.js';
+import { resumableLarge } from './cases/resumable-large.js';
+import { s3Large } from './cases/s3-large.js';
 import { upload1k } from './cases/upload-1k.js';
 import { upload1m } from './cases/upload-1m.js';
 import { uploadLarge } from './cases/upload-large.js';
@@ -89,6 +93,9 @@ const STEPS: Array<[CaseId | undefined, string, (c: Context) => Promise<void>]> 
   [undefined, 'download counter', checkCounters],
   [undefined, 'free disk', dropExtraLargeFiles],
   ['metadata', 'metadata', metadata],
+  ['data-growth', 'data-growth', dataGrowth],
+  ['s3-large', 's3-large', s3Large],
+  ['resumable-large', 'resumable-large', resumableLarge],
 ];
 
 /** Every step, then (on fresh service processes) the memory case; true when one of them failed. */

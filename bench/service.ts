@@ -31,6 +31,8 @@ export interface ServiceSetup {
   appSecret: string;
   /** Directory for `node --cpu-prof` output; unset → no profiling. */
   cpuProfDir?: string;
+  /** Further settings, such as STORAGE_BACKEND=s3 and its S3_* variables. */
+  extraEnv?: Record<string, string>;
 }
 
 function serviceEnv(setup: ServiceSetup, port: number): NodeJS.ProcessEnv {
@@ -47,6 +49,7 @@ function serviceEnv(setup: ServiceSetup, port: number): NodeJS.ProcessEnv {
     RATE_LIMIT_PER_MINUTE: '0',
     TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
     MAX_UPLOAD_BYTES: String(4 * GiB),
+    ...setup.extraEnv,
   };
 }
 

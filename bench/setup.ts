@@ -115,7 +115,7 @@ async function startServiceRun(session: Session, cli: Cli, machine: Machine, db:
     cpuProfDir: cli.profile ? profileDir : undefined,
   };
   log(`starting the service (${db}) and the database floor`);
-  // Side by side: on the embedded database each initialises its own PGlite, which takes seconds.
+  // Side by side: on the embedded database each creates its own cluster (initdb), which takes seconds.
   const [started, floor] = await Promise.all([
     startService({ ...setup, cpuProfDir: undefined }),
     startBaseline(`database floor (${db})`, 'db-floor.js', databaseUrl ? { BENCH_DATABASE_URL: databaseUrl } : { BENCH_DATA_DIR: path.join(temp, `floor-${db}`) }),

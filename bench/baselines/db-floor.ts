@@ -5,7 +5,7 @@
  * of bytes: how many uploads per second the database lets through, the "commit floor".
  *
  * On PostgreSQL it shares the bench's database with the service (its own app and bucket); the
- * embedded database cannot be opened by two processes, so it gets its own PGlite in BENCH_DATA_DIR.
+ * embedded server belongs to one service per DATA_DIR, so it gets its own in BENCH_DATA_DIR.
  *
  * Run as a child process by the bench: prints {"port":N} once it listens.
  */

@@ -1,0 +1,112 @@
+/**
+ * resumable-large: one large file uploaded through tus 1.0.0 (/API/ResumableUpload, PATCHes of
+ * 16 MiB on one keep-alive connection) against the multipart UploadFile of the same size, on the
+ * same service in the same run; on disk and, when the S3 test server is configured, on S3.
+ */
+import type { Client } from 'undici';
+import { MiB, newClient, newSeed } from '../load.js';
+import { compare, measure, type Outcome, type Variant } from '../measure.js';
+import { sizeLabel } from '../format.js';
+import { prepareService, startService } from '../service.js';
+import { Ledger, type Context, type ServiceRun } from './common.js';
+import { dropBucket, parts, s3Env, s3ServiceSetup } from './s3-large.js';
+import { uploadToService } from './uploads.js';
+
+const TUS = { 'tus-resumable': '1.0.0' };
+
+const b64 = (value: string | number) => Buffer.from(String(value)).toString('base64');
+
+/**
+ * Creates the upload, sends it in PATCHes of 16 MiB, and checks the last answer names the stored
+ * file; resolves with the seconds the last PATCH took (it also stores the file, like UploadFile).
+ */
+async function resumableUpload(client: Client, run: ServiceRun, size: number): Promise<number> {
+  const { instance } = run;
+  const seed = newSeed();
+  const created = await client.request({
+    path: '/API/ResumableUpload',
+    method: 'POST',
+    headers: {
+      ...TUS,
+      authorization: `Bearer ${instance.token}`,
+      'upload-length': String(size),
+      'upload-metadata': `filename ${b64(`resumable-${seed}.bin`)},BucketId ${b64(instance.bucketId)},AliveDays ${b64(1)}`,
+    },
+  });
+  await created.body.text();
+  const location = created.headers.location;
+  if (created.statusCode !== 201 || typeof location !== 'string') throw new Error(`ResumableUpload creation answered ${created.statusCode}`);
+  const uploadPath = new URL(location).pathname;
+  let offset = 0;
+  let fileKey: string | undefined;
+  let lastSeconds = 0;
+  for (const part of parts(seed, size)) {
+    const sentAt = performance.now();
+    const reply = await client.request({
+      path: uploadPath,
+      method: 'PATCH',
+      headers: { ...TUS, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), 'content-length': String(part.length) },
+      body: part,
+    });
+    const text = await reply.body.text();
+    if (reply.statusCode !== 204) throw new Error(`PATCH at ${offset} answered ${reply.statusCode}: ${text.slice(0, 200)}`);
+    offset += part.length;
+    if (Number(reply.headers['upload-offset']) !== offset) throw new Error(`PATCH answered Upload-Offset ${String(reply.headers['upload-offset'])}, expected ${offset}`);
+    fileKey = reply.headers['upload-file-key'] as string | undefined;
+    lastSeconds = (performance.now() - sentAt) / 1000;
+  }
+  if (!fileKey) throw new Error('the last PATCH named no Upload-File-Key');
+  return lastSeconds;
+}
+
+/** Resumable against multipart on one service; `store` names where its bytes go. */
+async function compareOn(ctx: Context, run: ServiceRun, store: string): Promise<void> {
+  const { opts } = ctx;
+  const db = run.instance.db;
+  const timed = (send: (client: Client, size: number) => Promise<number | undefined>) => async (warmup: boolean): Promise<Outcome> => {
+    const size = warmup ? opts.warmLargeSize : opts.largeSize;
+    const client = newClient(run.instance.origin);
+    const started = performance.now();
+    let secondary: number | undefined;
+    try {
+      secondary = await send(client, size);
+    } finally {
+      await client.close();
+    }
+    return { value: size / MiB / ((performance.now() - started) / 1000), secondary };
+  };
+  const tusName = `resumable (${db}, ${store})`;
+  const formName = `UploadFile (${db}, ${store})`;
+  const variants: Variant[] = [
+    { name: tusName, pid: run.instance.child.pid, unit: 'MiB/s', secondaryUnit: 's for the last PATCH', dbPids: run.dbPids, run: timed((client, size) => resumableUpload(client, run, size)) },
+    { name: formName, pid: run.instance.child.pid, unit: 'MiB/s', dbPids: run.dbPids, run: timed(async (client, size) => void (await uploadToService(client, run, 'large', size))) },
+  ];
+  const metrics = await measure(ctx, 'resumable-large', variants);
+  compare(ctx, {
+    caseId: 'resumable-large',
+    title: `Resumable upload ${sizeLabel(opts.largeSize)} in 16 MiB PATCHes vs UploadFile (${store})`,
+    db,
+    subject: metrics.get(tusName),
+    baseline: metrics.get(formName),
+    target: 0.8,
+  });
+}
+
+export async function resumableLarge(ctx: Context): Promise<void> {
+  for (const run of ctx.services) await compareOn(ctx, run, 'disk');
+  const env = s3Env();
+  if (!env) {
+    ctx.skipped.push('resumable-large on S3: no S3 server (set S3_TEST_ENDPOINT and its keys: eval "$(scripts/s3-test-server.sh env)")');
+    return;
+  }
+  const base = ctx.services[0]!;
+  const { setup, bucket } = s3ServiceSetup(base, env);
+  const started = await startService(setup);
+  try {
+    const instance = await prepareService(setup, started);
+    await compareOn(ctx, { ...base, instance, setup, ledger: new Ledger(), floor: undefined }, 's3');
+  } finally {
+    await started.child.stop();
+    await dropBucket(env, bucket);
+  }
+}
