@@ -25,6 +25,8 @@ export interface BucketsTable {
   open_to_upload: boolean;
   app_id: string;
   created_at: CreatedAt;
+  /** Its file rows, expired or not: kept exact by triggers on files (migration 0004). */
+  file_count: ColumnType<number, never, never>;
 }
 
 export interface FilesTable {
@@ -57,6 +59,29 @@ export interface ServiceStateTable {
   value: string;
 }
 
+/** An incomplete resumable upload: where it goes, how far it got, who holds its lock. */
+export interface ResumableUploadsTable {
+  upload_id: string;
+  app_id: string;
+  bucket_id: number;
+  file_name: string;
+  alive_days: number;
+  size_bytes: number;
+  offset_bytes: Generated<number>;
+  metadata: string;
+  created_at: CreatedAt;
+  expires_at: Date;
+  lock_token: string | null;
+  locked_until: Date | null;
+}
+
+/** A running instance's claim: its temporary writes are its own while its heartbeat is fresh. */
+export interface InstanceLeasesTable {
+  instance_id: string;
+  started_at: CreatedAt;
+  heartbeat_at: ColumnType<Date, Date | undefined, Date | undefined>;
+}
+
 export interface Database {
   apps: AppsTable;
   access_tokens: AccessTokensTable;
@@ -64,9 +89,12 @@ export interface Database {
   files: FilesTable;
   download_secrets: DownloadSecretsTable;
   service_state: ServiceStateTable;
+  resumable_uploads: ResumableUploadsTable;
+  instance_leases: InstanceLeasesTable;
 }
 
 export type AppRow = Selectable<AppsTable>;
 export type BucketRow = Selectable<BucketsTable>;
 export type FileRow = Selectable<FilesTable>;
 export type NewFile = Insertable<FilesTable>;
+export type ResumableUploadRow = Selectable<ResumableUploadsTable>;

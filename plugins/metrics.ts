@@ -16,6 +16,7 @@ export default fp<{ database: DatabaseHandle }>(
       poolStats: () => database.poolStats(),
       counterFlushLag: () => fastify.downloadCounter.lagSeconds(),
       underPressure: () => fastify.isUnderPressure(),
+      rateLimitShared: () => fastify.rateLimitShared(),
     });
     fastify.decorate('metrics', metrics);
     fastify.addHook('onResponse', requestMetricsHook(metrics));

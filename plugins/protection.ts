@@ -1,7 +1,7 @@
 import helmet from '@fastify/helmet';
 import underPressure from '@fastify/under-pressure';
 import fp from 'fastify-plugin';
-import { OVERLOAD_RETRY_AFTER_SECONDS, refuseWhileShuttingDown, SECURITY_HEADERS } from '../src/http/protection.js';
+import { closeWhileShuttingDown, OVERLOAD_RETRY_AFTER_SECONDS, refuseWhileShuttingDown, SECURITY_HEADERS } from '../src/http/protection.js';
 
 /**
  * What the service adds or refuses before any handler runs: security headers, the shutdown
@@ -13,6 +13,7 @@ export default fp(
     const { config } = fastify;
     await fastify.register(helmet, SECURITY_HEADERS);
     fastify.addHook('onRequest', refuseWhileShuttingDown(() => fastify.lifecycle.shuttingDown));
+    fastify.addHook('onSend', closeWhileShuttingDown(() => fastify.lifecycle.shuttingDown));
     await fastify.register(underPressure, {
       maxEventLoopDelay: config.maxEventLoopDelayMs,
       maxHeapUsedBytes: config.maxHeapUsedBytes,

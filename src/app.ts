@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import apiBindingPlugin from '../plugins/api-binding.js';
+import corsPlugin from '../plugins/cors.js';
 import dbPlugin from '../plugins/db.js';
 import docsPlugin from '../plugins/docs.js';
 import downloadCounterPlugin from '../plugins/download-counter.js';
@@ -10,21 +11,24 @@ import jobsPlugin from '../plugins/jobs.js';
 import metricsPlugin from '../plugins/metrics.js';
 import protectionPlugin from '../plugins/protection.js';
 import rateLimitPlugin from '../plugins/rate-limit.js';
+import resumablePlugin from '../plugins/resumable.js';
 import storagePlugin from '../plugins/storage.js';
 import type { DatabaseHandle } from '../db/connect.js';
 import type { Config } from './config.js';
 import adminRoutes from './http/admin.js';
 import appRoutes from './http/apps.js';
 import bucketRoutes from './http/buckets.js';
+import consoleRoutes, { defaultConsoleDir } from './http/console.js';
 import downloadRoutes from './http/downloads.js';
 import { handleClientError, handleRouterError } from './http/envelope.js';
 import fileRoutes from './http/files.js';
+import resumableUploadRoutes from './http/resumable-upload.js';
 import { secretDownloadRoutes, secretGenerationRoutes } from './http/secrets.js';
 import serviceRoutes from './http/service.js';
 import tokenRoutes from './http/tokens.js';
 import uploadRoutes from './http/upload.js';
 import { redactUrl } from './log-redaction.js';
-import { createBlobStore } from './storage/create-store.js';
+import { createBlobStore, createResumableBytes } from './storage/create-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -39,6 +43,8 @@ export interface BuildOptions {
   database: DatabaseHandle;
   /** Where log lines go (standard output when unset); tests read them to check redaction. */
   logStream?: Writable;
+  /** The built web console (dist/console unless given); tests build it elsewhere. */
+  consoleDir?: string;
 }
 
 /** A load balancer's idle timeout is typically 60 s; keep connections open longer than that. */
@@ -51,11 +57,13 @@ const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
 /** Builds the service without listening; the caller owns the database handle. */
-export async function buildApp({ config, database, logStream }: BuildOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, database, logStream, consoleDir }: BuildOptions): Promise<FastifyInstance> {
   const fastify = Fastify({
     logger: {
       level: config.logLevel,
       ...(logStream ? { stream: logStream } : {}),
+      // Nothing logs request headers today; should a line ever carry them, the token stays out.
+      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[REDACTED]' },
       serializers: {
         // Query strings carry AccessTokens and secrets: they are redacted before any line is written.
         req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
@@ -79,8 +87,10 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   fastify.decorate('lifecycle', { shuttingDown: false });
 
   await fastify.register(envelopePlugin);
+  await fastify.register(corsPlugin);
   await fastify.register(dbPlugin, { database });
-  await fastify.register(storagePlugin, { storage: createBlobStore(config) });
+  await fastify.register(storagePlugin, { storage: await createBlobStore(config) });
+  await fastify.register(resumablePlugin, { bytes: await createResumableBytes(config) });
   await fastify.register(downloadCounterPlugin);
   await fastify.register(metricsPlugin, { database });
   await fastify.register(jobsPlugin);
@@ -91,6 +101,9 @@ export async function buildApp({ config, database, logStream }: BuildOptions): P
   await fastify.register(serviceRoutes);
   await fastify.register(downloadRoutes);
   await fastify.register(secretDownloadRoutes);
+  // tus clients send their own headers and bodies: outside the context that binds form parameters.
+  await fastify.register(resumableUploadRoutes);
+  await fastify.register(consoleRoutes, { root: consoleDir ?? defaultConsoleDir() });
   if (config.adminKey) await fastify.register(adminRoutes, { adminKey: config.adminKey });
   // The contract's operations bind their parameters the way the original clients send them.
   await fastify.register(async (api) => {

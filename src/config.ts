@@ -1,4 +1,6 @@
 import path from 'node:path';
+import type { CorsOrigins } from './http/cors.js';
+import { INSTANCE_ID, newInstanceId } from './storage/blob-store.js';
 
 export interface BootstrapApp {
   readonly appId: string;
@@ -8,7 +10,7 @@ export interface BootstrapApp {
 export interface Config {
   readonly port: number;
   readonly host: string;
-  /** Unset → embedded PostgreSQL (PGlite) under `dataDir`. */
+  /** Unset → the service's own PostgreSQL server, data in `dataDir`/postgres. */
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly storageDir: string;
@@ -37,6 +39,40 @@ export interface Config {
   readonly maxEventLoopDelayMs: number;
   readonly maxHeapUsedBytes: number;
   readonly maxRssBytes: number;
+  /** When set, GET /metrics needs it as `Authorization: Bearer <token>`. */
+  readonly metricsToken: string | undefined;
+  /** Unset → rate limits are counted per instance; set → shared by all instances through this Redis. */
+  readonly redisUrl: string | undefined;
+  /** Prefix of the rate-limit keys in Redis, so several services can share one Redis. */
+  readonly redisKeyPrefix: string;
+  /** Origins of browser apps that may call the API; `*` for any, empty for none. */
+  readonly corsOrigins: CorsOrigins;
+  /** An incomplete resumable upload is removed this long after its last PATCH. */
+  readonly resumableUploadExpirySeconds: number;
+  /** Where file bytes live: `disk` under storageDir, or `s3` in a bucket (then `s3` is set). */
+  readonly storageBackend: 'disk' | 's3';
+  readonly s3: S3Config | undefined;
+  /**
+   * Names this process's lease and temporary writes. From INSTANCE_ID when set (a name that stays
+   * the same across restarts, so a restart removes what its killed predecessor left at once);
+   * otherwise random per process, and a dead process's leftovers go once its lease lapses.
+   */
+  readonly instanceId: string;
+}
+
+export interface S3Config {
+  readonly bucket: string;
+  /** Unset → AWS for `region`. */
+  readonly endpoint: string | undefined;
+  readonly region: string;
+  /** Both unset → the AWS SDK's default credential chain. */
+  readonly accessKeyId: string | undefined;
+  readonly secretAccessKey: string | undefined;
+  readonly forcePathStyle: boolean;
+  /** Put before every object key; '' for none. */
+  readonly prefix: string;
+  readonly partSizeBytes: number;
+  readonly uploadConcurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -69,6 +105,11 @@ function flag(env: Env, name: string): boolean {
   throw new ConfigError(`${name} must be true or false, got "${env[name]}".`);
 }
 
+/** An optional flag: unset or empty → `fallback`. */
+function flagOr(env: Env, name: string, fallback: boolean): boolean {
+  return optional(env, name) === undefined ? fallback : flag(env, name);
+}
+
 function optional(env: Env, name: string): string | undefined {
   const raw = env[name]?.trim();
   return raw === undefined || raw === '' ? undefined : raw;
@@ -99,6 +140,37 @@ function databaseUrl(env: Env): string | undefined {
   return raw;
 }
 
+function corsOrigins(env: Env): CorsOrigins {
+  const raw = optional(env, 'CORS_ORIGINS');
+  if (raw === undefined) return [];
+  if (raw === '*') return '*';
+  return raw.split(',').map((entry) => {
+    const candidate = entry.trim().replace(/\/+$/, '');
+    let origin: string | undefined;
+    try {
+      const url = new URL(candidate);
+      if (url.protocol === 'http:' || url.protocol === 'https:') origin = url.origin;
+    } catch {
+      // Reported below.
+    }
+    // An origin is scheme, host and port only; a path or a typo would never match a browser's Origin.
+    if (origin === undefined || origin !== candidate.toLowerCase()) {
+      throw new ConfigError(`CORS_ORIGINS must be * or comma-separated origins such as https://app.example.com, got "${entry.trim()}".`);
+    }
+    return origin;
+  });
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = optional(env, 'REDIS_URL');
+  if (raw === undefined) return undefined;
+  if (!/^rediss?:\/\/[^/?#]/.test(raw)) {
+    // The value may hold a password: name the variable, never echo it.
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL.');
+  }
+  return raw;
+}
+
 function bootstrapApps(env: Env): BootstrapApp[] {
   const raw = optional(env, 'BOOTSTRAP_APPS');
   if (raw === undefined) return [];
@@ -121,6 +193,55 @@ function bootstrapApps(env: Env): BootstrapApp[] {
   });
 }
 
+const MiB = 1024 ** 2;
+/** S3 refuses parts under 5 MiB (but the last) and uploads of more than 10,000 parts. */
+const MIN_PART_SIZE = 5 * MiB;
+const MAX_PART_SIZE = 5 * GiB;
+/** S3 bucket names: 3 to 63 lower-case letters, digits, dots and hyphens (what every S3-compatible store accepts). */
+const S3_BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+function storageBackend(env: Env): 'disk' | 's3' {
+  const raw = optional(env, 'STORAGE_BACKEND')?.toLowerCase() ?? 'disk';
+  if (raw !== 'disk' && raw !== 's3') throw new ConfigError(`STORAGE_BACKEND must be disk or s3, got "${env.STORAGE_BACKEND}".`);
+  return raw;
+}
+
+function s3Config(env: Env, maxUploadBytes: number): S3Config {
+  const bucket = optional(env, 'S3_BUCKET');
+  if (bucket === undefined) throw new ConfigError('S3_BUCKET is required when STORAGE_BACKEND is s3.');
+  if (!S3_BUCKET_NAME.test(bucket)) {
+    throw new ConfigError(`S3_BUCKET must be 3 to 63 characters a-z 0-9 . -, starting and ending with a letter or digit, got "${bucket}".`);
+  }
+  const endpoint = optional(env, 'S3_ENDPOINT');
+  if (endpoint !== undefined && !/^https?:\/\/[^/?#]+\/?$/.test(endpoint)) {
+    throw new ConfigError('S3_ENDPOINT must be an http(s) origin such as https://s3.example.com, without a path.');
+  }
+  const accessKeyId = optional(env, 'S3_ACCESS_KEY_ID');
+  const secretAccessKey = optional(env, 'S3_SECRET_ACCESS_KEY');
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together, or both left unset for the default credential chain.');
+  }
+  const prefix = optional(env, 'S3_PREFIX') ?? '';
+  if (!/^[A-Za-z0-9!_.*'()/-]*$/.test(prefix) || prefix.startsWith('/') || prefix.length > 512) {
+    throw new ConfigError(`S3_PREFIX may hold only A-Z a-z 0-9 ! _ . * ' ( ) / - and must not start with /, got "${prefix.slice(0, 80)}".`);
+  }
+  const partSizeBytes = integer(env, 'S3_PART_SIZE_BYTES', 16 * MiB, MIN_PART_SIZE, MAX_PART_SIZE);
+  if (Math.ceil(maxUploadBytes / partSizeBytes) > 10_000) {
+    throw new ConfigError(`S3_PART_SIZE_BYTES must be at least MAX_UPLOAD_BYTES / 10000 (${Math.ceil(maxUploadBytes / 10_000)}): S3 takes at most 10,000 parts.`);
+  }
+  return Object.freeze({
+    bucket,
+    endpoint: endpoint?.replace(/\/$/, ''),
+    region: optional(env, 'S3_REGION') ?? 'us-east-1',
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: flagOr(env, 'S3_FORCE_PATH_STYLE', endpoint !== undefined),
+    prefix,
+    partSizeBytes,
+    uploadConcurrency: integer(env, 'S3_UPLOAD_CONCURRENCY', 4, 1, 64),
+  });
+}
+
 /** Reads and validates the environment once; a bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? './data');
@@ -128,9 +249,19 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminKey !== undefined && adminKey.length < MIN_SECRET_LENGTH) {
     throw new ConfigError(`ADMIN_KEY must be at least ${MIN_SECRET_LENGTH} characters long.`);
   }
+  const metricsToken = optional(env, 'METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < MIN_SECRET_LENGTH) {
+    throw new ConfigError(`METRICS_TOKEN must be at least ${MIN_SECRET_LENGTH} characters long.`);
+  }
   const logLevel = optional(env, 'LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}".`);
+  }
+  const maxUploadBytes = integer(env, 'MAX_UPLOAD_BYTES', 5 * GiB, 1, Number.MAX_SAFE_INTEGER);
+  const backend = storageBackend(env);
+  const instanceId = optional(env, 'INSTANCE_ID');
+  if (instanceId !== undefined && !INSTANCE_ID.test(instanceId)) {
+    throw new ConfigError(`INSTANCE_ID must be 1 to 63 characters a-z 0-9 -, got "${instanceId}".`);
   }
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -140,7 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
     storageDir: path.resolve(optional(env, 'STORAGE_DIR') ?? path.join(dataDir, 'files')),
     publicUrl: publicUrl(env),
     trustProxy: flag(env, 'TRUST_PROXY'),
-    maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 5 * GiB, 1, Number.MAX_SAFE_INTEGER),
+    maxUploadBytes,
     minFreeDiskBytes: integer(env, 'MIN_FREE_DISK_BYTES', 256 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
     tokenLifetimeSeconds: integer(env, 'TOKEN_LIFETIME_SECONDS', 20 * 60, 1, 365 * 24 * 3600),
     sweepIntervalSeconds: integer(env, 'SWEEP_INTERVAL_SECONDS', 10 * 60, 1, 7 * 24 * 3600),
@@ -157,5 +288,13 @@ export function loadConfig(env: Env = process.env): Config {
     maxEventLoopDelayMs: integer(env, 'MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 3_600_000),
     maxHeapUsedBytes: integer(env, 'MAX_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
     maxRssBytes: integer(env, 'MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
+    metricsToken,
+    redisUrl: redisUrl(env),
+    redisKeyPrefix: optional(env, 'REDIS_KEY_PREFIX') ?? 'filestore:rate-limit:',
+    corsOrigins: corsOrigins(env),
+    resumableUploadExpirySeconds: integer(env, 'RESUMABLE_UPLOAD_EXPIRY_SECONDS', 86_400, 1, 365 * 24 * 3600),
+    storageBackend: backend,
+    s3: backend === 's3' ? s3Config(env, maxUploadBytes) : undefined,
+    instanceId: instanceId ?? newInstanceId(),
   });
 }

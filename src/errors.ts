@@ -69,6 +69,7 @@ export const refused = {
   notYourApp: () => failure('You can only delete your own app.'),
   unknownApp: () => failure('Could not find that app.'),
   adminKeyRequired: () => failure('A valid admin key is required.', 401, { 'WWW-Authenticate': 'Bearer' }),
+  metricsTokenRequired: () => failure('A valid metrics token is required.', 401, { 'WWW-Authenticate': 'Bearer' }),
   unknownBucket: () => failure('Could not find that bucket.'),
   notYourBucket: () => failure('This is not your bucket!'),
   bucketNameTaken: () => failure('There is one bucket already called that name!'),
@@ -107,6 +108,7 @@ export const problems = {
   outOfRange: (name: string, minimum: number, maximum: number) => `The field ${name} must be between ${minimum} and ${maximum}.`,
   tooLong: (name: string, maxLength: number) => `The field ${name} must be a string with a maximum length of ${maxLength}.`,
   givenTwice: (name: string) => `The ${name} field was given more than once.`,
+  tokenGivenTwice: 'The AccessToken is given twice with different values.',
   notText: (name: string) => `The ${name} field must be text.`,
   bucketNameLength: (name: string) => `The field ${name} must be 5 to 25 characters long.`,
   bucketNameCharacters: (name: string) =>
@@ -137,3 +139,23 @@ export const invalid = {
   unreadableBody: (detail: string) => invalidInput([problems.unreadableBody(detail)], 400),
   badPercentEncoding: () => invalidInput([problems.badPercentEncoding], 400),
 };
+
+/** Resumable uploads (tus): the texts of their refusals, beside the shared ones above. */
+export const resumableProblems = {
+  uploadLengthRequired: 'The Upload-Length header is required: the size of the file, in bytes.',
+  deferredLength: 'Upload-Defer-Length is not supported: send Upload-Length.',
+  badUploadLength: (raw: string) => `The value '${shown(raw)}' is not valid for Upload-Length.`,
+  badMetadata: 'The Upload-Metadata header is not valid: comma-separated keys, each with a base64 value.',
+  filenameRequired: 'The filename field of Upload-Metadata is required.',
+  tokenTwice: 'The AccessToken is given twice with different values.',
+  patchContentType: 'A PATCH must have Content-Type: application/offset+octet-stream.',
+  tooLong: 'The request carries more bytes than the upload has left.',
+} as const;
+
+export const resumableMessages = {
+  tusResumableRequired: 'The Tus-Resumable header is required; this server speaks tus 1.0.0.',
+  notFound: 'Could not find that upload.',
+  gone: 'That upload has expired.',
+  offsetConflict: 'Upload-Offset does not match the upload’s current offset; ask with HEAD and resume from there.',
+  locked: 'The upload is being written by another request; try again shortly.',
+} as const;

@@ -11,6 +11,8 @@ export interface MetricSources {
   counterFlushLag(): number;
   /** Whether the instance sheds load right now. */
   underPressure(): boolean;
+  /** Whether the rate limits are counted in Redis, shared by all instances, right now. */
+  rateLimitShared(): boolean;
 }
 
 export interface Metrics {
@@ -27,6 +29,10 @@ export interface Metrics {
   readonly sweeperRuns: Counter<'outcome'>;
   /** Expired files whose row and bytes the sweeper removed. */
   readonly sweeperFilesRemoved: Counter;
+  /** Resumable uploads by what happened to them: created, completed, refused at completion, terminated. */
+  readonly resumableUploads: Counter<'event'>;
+  /** Bytes that PATCH requests added to resumable uploads. */
+  readonly resumableReceivedBytes: Counter;
 }
 
 /**
@@ -71,6 +77,14 @@ export function createMetrics(sources: MetricSources): Metrics {
       this.set(sources.underPressure() ? 1 : 0);
     },
   });
+  new Gauge({
+    name: 'filestore_rate_limit_shared',
+    help: '1 while rate limits are counted in Redis for all instances; 0 while this instance counts alone (no REDIS_URL, or Redis unreachable).',
+    registers,
+    collect() {
+      this.set(sources.rateLimitShared() ? 1 : 0);
+    },
+  });
 
   return {
     registry,
@@ -97,6 +111,17 @@ export function createMetrics(sources: MetricSources): Metrics {
     sweeperFilesRemoved: new Counter({
       name: 'filestore_expiry_sweeper_files_removed_total',
       help: 'Expired files whose row and bytes the sweeper removed.',
+      registers,
+    }),
+    resumableUploads: new Counter({
+      name: 'filestore_resumable_uploads_total',
+      help: 'Resumable uploads by event: created, completed, refused (at completion), terminated; created minus the others is roughly those in progress or expired.',
+      labelNames: ['event'],
+      registers,
+    }),
+    resumableReceivedBytes: new Counter({
+      name: 'filestore_resumable_received_bytes_total',
+      help: 'Bytes that requests added to resumable uploads.',
       registers,
     }),
   };

@@ -64,6 +64,17 @@ t.test('a bad value names its variable and never echoes a secret', async (t) => 
     [{ SHUTDOWN_GRACE_SECONDS: '0' }, /^SHUTDOWN_GRACE_SECONDS must be between 1 and 3600/],
     [{ HEADERS_TIMEOUT_SECONDS: '0' }, /^HEADERS_TIMEOUT_SECONDS must be between 1 and 3600/],
     [{ IDLE_TIMEOUT_SECONDS: '2m' }, /^IDLE_TIMEOUT_SECONDS must be a whole number/],
+    [{ STORAGE_BACKEND: 'tape' }, /^STORAGE_BACKEND must be disk or s3/],
+    [{ STORAGE_BACKEND: 's3' }, /^S3_BUCKET is required when STORAGE_BACKEND is s3/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'My_Bucket' }, /^S3_BUCKET must be 3 to 63 characters/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'http://hunter2@s3.local/path' }, /^S3_ENDPOINT must be an http\(s\) origin/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_ACCESS_KEY_ID: 'AKIA' }, /^S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_SECRET_ACCESS_KEY: 'hunter2' }, /^S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_FORCE_PATH_STYLE: 'sometimes' }, /^S3_FORCE_PATH_STYLE must be true or false/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_PREFIX: '/abs' }, /^S3_PREFIX may hold only/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_PART_SIZE_BYTES: '1048576' }, /^S3_PART_SIZE_BYTES must be between 5242880 and/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_PART_SIZE_BYTES: '5242880', MAX_UPLOAD_BYTES: '100000000000' }, /^S3_PART_SIZE_BYTES must be at least MAX_UPLOAD_BYTES \/ 10000/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_UPLOAD_CONCURRENCY: '0' }, /^S3_UPLOAD_CONCURRENCY must be between 1 and 64/],
   ];
   for (const [env, message] of cases) {
     const error = (() => {
@@ -77,4 +88,39 @@ t.test('a bad value names its variable and never echoes a secret', async (t) => 
     t.match((error as Error).message, message);
     t.notMatch((error as Error).message, /hunter2|long-enough-secret/, 'no secret in the message');
   }
+});
+
+t.test('the S3 settings and their defaults', async (t) => {
+  t.equal(loadConfig({}).storageBackend, 'disk');
+  t.equal(loadConfig({}).s3, undefined);
+  const onAws = loadConfig({ STORAGE_BACKEND: 'S3', S3_BUCKET: 'files' });
+  t.equal(onAws.storageBackend, 's3');
+  t.same(onAws.s3, {
+    bucket: 'files',
+    endpoint: undefined,
+    region: 'us-east-1',
+    accessKeyId: undefined,
+    secretAccessKey: undefined,
+    forcePathStyle: false,
+    prefix: '',
+    partSizeBytes: 16 * 1024 * 1024,
+    uploadConcurrency: 4,
+  });
+  const selfHosted = loadConfig({
+    STORAGE_BACKEND: 's3',
+    S3_BUCKET: 'files.example',
+    S3_ENDPOINT: 'http://rgw.internal:7480/',
+    S3_REGION: 'eu-west-3',
+    S3_ACCESS_KEY_ID: 'key-id',
+    S3_SECRET_ACCESS_KEY: 'secret-key',
+    S3_PREFIX: 'service/',
+    S3_PART_SIZE_BYTES: String(8 * 1024 * 1024),
+    S3_UPLOAD_CONCURRENCY: '8',
+  }).s3!;
+  t.equal(selfHosted.endpoint, 'http://rgw.internal:7480');
+  t.equal(selfHosted.forcePathStyle, true, 'path style by default with an endpoint');
+  t.equal(selfHosted.prefix, 'service/');
+  t.equal(selfHosted.partSizeBytes, 8 * 1024 * 1024);
+  t.equal(selfHosted.uploadConcurrency, 8);
+  t.equal(loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'https://s3.example.com', S3_FORCE_PATH_STYLE: 'false' }).s3!.forcePathStyle, false);
 });

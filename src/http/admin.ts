@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { refused, succeeded } from '../errors.js';
 import { createApp } from '../services/apps.js';
 import { hashSecret, sameSecret } from '../services/secret-hashing.js';
+import { bearerToken } from './bearer.js';
 import { envelopeSchema } from './schemas.js';
 
 /** Operator routes; registered only when ADMIN_KEY is set. */
@@ -9,15 +10,14 @@ export default async function adminRoutes(fastify: FastifyInstance, options: { a
   const keyHash = hashSecret(options.adminKey);
 
   fastify.addHook('onRequest', async (request) => {
-    const header = request.headers.authorization ?? '';
-    const presented = /^Bearer (.+)$/i.exec(header)?.[1]?.trim() ?? '';
-    if (!sameSecret(presented, keyHash)) throw refused.adminKeyRequired();
+    if (!sameSecret(bearerToken(request.headers) ?? '', keyHash)) throw refused.adminKeyRequired();
   });
 
   fastify.post(
     '/Admin/CreateApp',
     {
-      config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 } },
+      // An operator's tool, not a browser app's: no cross-origin access.
+      config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 }, cors: false },
       schema: {
         summary: 'Create an app; its AppSecret is shown only in this answer.',
         tags: ['Admin'],

@@ -1,4 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { invalidInput, problems } from '../errors.js';
+import { bearerToken } from './bearer.js';
 
 /**
  * Parameter binding as the original clients expect it: names match case-insensitively, GET reads
@@ -134,11 +136,32 @@ function fold(source: Source, into: Map<string, { value: Raw; problem?: string }
   }
 }
 
+const ACCESS_TOKEN = 'accesstoken';
+
+/** The header's token stands for the AccessToken parameter; both given must agree. */
+function foldBearer(token: string | undefined, into: Map<string, { value: Raw; problem?: string }>, wanted: Map<string, string>) {
+  if (token === undefined || !wanted.has(ACCESS_TOKEN)) return;
+  const given = into.get(ACCESS_TOKEN);
+  if (given?.problem) return;
+  if (given && !isBlank(given.value) && given.value !== token) into.set(ACCESS_TOKEN, { value: undefined, problem: problems.tokenGivenTwice });
+  else into.set(ACCESS_TOKEN, { value: token });
+}
+
 /** Binds `spec` from the sources, later sources winning; throws one -10 with every problem. */
 export function bindParameters<S extends Spec>(spec: S, ...sources: Source[]): Bound<S> {
+  return bind(spec, sources, undefined);
+}
+
+/** As bindParameters, with the AccessToken also taken from the request's `Authorization: Bearer` header. */
+export function bindRequest<S extends Spec>(spec: S, headers: IncomingHttpHeaders, ...sources: Source[]): Bound<S> {
+  return bind(spec, sources, bearerToken(headers));
+}
+
+function bind<S extends Spec>(spec: S, sources: Source[], bearer: string | undefined): Bound<S> {
   const wanted = new Map(Object.keys(spec).map((name) => [name.toLowerCase(), name]));
   const values = new Map<string, { value: Raw; problem?: string }>();
   for (const source of sources) fold(source, values, wanted);
+  foldBearer(bearer, values, wanted);
 
   const bound: Record<string, unknown> = {};
   const items: string[] = [];
@@ -158,7 +181,7 @@ export function bindParameters<S extends Spec>(spec: S, ...sources: Source[]): B
 
 /** The parameters several operations share. */
 export const param = {
-  accessToken: () => field.text({ maxLength: 128, description: 'A token from /API/AccessToken.' }),
+  accessToken: () => field.text({ maxLength: 128, description: 'A token from /API/AccessToken; or send it as `Authorization: Bearer <token>`.' }),
   bucketId: (description = 'The bucket.') => field.integer({ minimum: 1, maximum: MAX_ID, description }),
   fileKey: (description?: string) => field.integer({ minimum: 1, maximum: MAX_ID, description }),
 };

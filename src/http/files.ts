@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { invalidInput, problems, succeeded } from '../errors.js';
-import { deleteFile, fileView, findLiveFile, findLiveFiles, listBucketFiles } from '../services/files.js';
+import { authorizeListing, deleteFile, fileView, findLiveFile, findLiveFiles, liveFilePages } from '../services/files.js';
 import { appForToken } from '../services/tokens.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
+import { streamJsonObject } from './json-stream.js';
 import { defineOperation } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
 import { fileSchema } from './schemas.js';
@@ -60,9 +61,13 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     params: { AccessToken: param.accessToken(), BucketId: param.bucketId() },
     handler: async ({ AccessToken, BucketId }, request) => {
       const appId = await appForToken(fastify.db, AccessToken);
-      const rows = await listBucketFiles(fastify.db, appId, BucketId);
+      await authorizeListing(fastify.db, appId, BucketId);
       const base = publicBaseUrl(request);
-      return { BucketId, AllFiles: rows.map((row) => fileView(row, base, counter.pending(row.file_key))), Message: succeeded.allFiles };
+      const views = async function* () {
+        for await (const rows of liveFilePages(fastify.db, BucketId)) yield rows.map((row) => fileView(row, base, counter.pending(row.file_key)));
+      };
+      // The same bytes as the object { BucketId, AllFiles, Message, Code } would give, a page at a time.
+      return streamJsonObject({ BucketId }, 'AllFiles', views(), { Message: succeeded.allFiles, Code: 0 });
     },
   });
 

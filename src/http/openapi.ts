@@ -22,7 +22,12 @@ export const OPENAPI: FastifyDynamicSwaggerOptions = {
       { name: 'Service', description: 'Probes and metrics.' },
       { name: 'Admin', description: 'Present only when ADMIN_KEY is set.' },
     ],
-    components: { securitySchemes: { adminKey: { type: 'http', scheme: 'bearer', description: 'The ADMIN_KEY.' } } },
+    components: {
+      securitySchemes: {
+        adminKey: { type: 'http', scheme: 'bearer', description: 'The ADMIN_KEY.' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'The METRICS_TOKEN.' },
+      },
+    },
   },
 };
 

@@ -1,10 +1,12 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { bindParameters, type Bound, type Field, type Source, type Spec } from './binding.js';
+import { bindRequest, type Bound, type Field, type Source, type Spec } from './binding.js';
 import './route-config.js';
 
 export type JsonSchema = Record<string, unknown>;
 
 const FORM = 'application/x-www-form-urlencoded';
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 function fieldSchema({ kind, minimum, maximum, maxLength, description }: Field<unknown>): JsonSchema {
   const schema: JsonSchema = { type: kind === 'text' ? 'string' : kind };
@@ -79,7 +81,8 @@ export interface Operation<S extends Spec> {
   config?: Record<string, unknown>;
   /** Runs first on each of the operation's routes, e.g. one rate limit shared by all its methods. */
   onRequest?: onRequestAsyncHookHandler;
-  handler: (params: Bound<S>, request: FastifyRequest, reply: FastifyReply) => Promise<Record<string, unknown>>;
+  /** The success body's fields and Message; or, for a long answer, its whole JSON text as a stream. */
+  handler: (params: Bound<S>, request: FastifyRequest, reply: FastifyReply) => Promise<Record<string, unknown> | Readable>;
 }
 
 /**
@@ -96,9 +99,10 @@ export function defineOperation<S extends Spec>(fastify: FastifyInstance, operat
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const params =
       request.method === 'POST'
-        ? bindParameters(operation.params, request.query as Source, request.body as Source)
-        : bindParameters(operation.params, request.query as Source);
+        ? bindRequest(operation.params, request.headers, request.query as Source, request.body as Source)
+        : bindRequest(operation.params, request.headers, request.query as Source);
     const result = await operation.handler(params, request, reply);
+    if (result instanceof Readable) return reply.type(JSON_TYPE).send(result);
     return { ...result, Code: 0 };
   };
   for (const method of methods) {

@@ -29,3 +29,11 @@ export function refuseWhileShuttingDown(isShuttingDown: () => boolean) {
     sendApiError(reply, refused.shuttingDown());
   };
 }
+
+/** A request that was in flight when shutdown began is answered with `Connection: close`, so its client reconnects elsewhere. */
+export function closeWhileShuttingDown(isShuttingDown: () => boolean) {
+  return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (isShuttingDown()) reply.header('connection', 'close');
+    return payload;
+  };
+}

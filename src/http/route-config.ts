@@ -6,8 +6,13 @@ declare module 'fastify' {
     serviceEndpoint?: boolean;
     /** @fastify/under-pressure's per-route override; returning nothing lets the request through. */
     pressureHandler?: (request: FastifyRequest, reply: FastifyReply) => void;
+    /** @fastify/cors's per-route switch: false keeps a route out of cross-origin access. */
+    cors?: false;
   }
 }
 
-/** Route config of the service endpoints: no shutdown refusal, no load shedding, no rate limit. */
-export const SERVICE_ENDPOINT = { serviceEndpoint: true, pressureHandler: () => {}, rateLimit: false } as const;
+/**
+ * Route config of the service endpoints: no shutdown refusal, no load shedding, no rate limit; and
+ * no CORS, since they serve orchestrators and scrapers, not browser apps.
+ */
+export const SERVICE_ENDPOINT = { serviceEndpoint: true, pressureHandler: () => {}, rateLimit: false, cors: false } as const;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { refused, succeeded } from '../errors.js';
 import { generateDownloadSecret, peekDownloadSecret, useDownloadSecret } from '../services/download-secrets.js';
 import { appForToken } from '../services/tokens.js';
-import { bindParameters, field, param, type Source } from './binding.js';
+import { bindRequest, field, param, type Source } from './binding.js';
 import { downloadRoute, queryValue, sendDownload, setSafetyHeaders } from './download-reply.js';
 
 const generateParams = {
@@ -17,7 +17,7 @@ const PRIVATE_CACHING = 'private, no-store';
 /** GET /Secret/Generate: a way to hand out a file of a bucket that is not OpenToRead. */
 export async function secretGenerationRoutes(fastify: FastifyInstance): Promise<void> {
   fastify.get('/Secret/Generate', { schema: { summary: 'Create a secret that downloads one of the app’s files MaxUseTimes times.', tags: ['Downloads'] } }, async (request) => {
-    const { AccessToken, Id, MaxUseTimes } = bindParameters(generateParams, request.query as Source);
+    const { AccessToken, Id, MaxUseTimes } = bindRequest(generateParams, request.headers, request.query as Source);
     const appId = await appForToken(fastify.db, AccessToken);
     const value = await generateDownloadSecret(fastify.db, appId, Id, MaxUseTimes);
     return { Value: value, Code: 0, Message: succeeded.secretGenerated };

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { refused, succeeded } from '../errors.js';
 import { databaseReachable } from '../services/readiness.js';
+import { hashSecret, sameSecret } from '../services/secret-hashing.js';
 import { isStorageError } from '../storage/errors.js';
+import { bearerToken } from './bearer.js';
 import { sendApiError } from './envelope.js';
 import { SERVICE_ENDPOINT } from './route-config.js';
 import { envelopeSchema } from './schemas.js';
@@ -38,12 +40,20 @@ export default async function serviceRoutes(fastify: FastifyInstance): Promise<v
     return sendApiError(reply, refused.notReady(problems));
   });
 
+  const { metricsToken } = fastify.config;
+  const tokenHash = metricsToken === undefined ? undefined : hashSecret(metricsToken);
   const metrics = {
-    summary: 'Metrics of this instance in the Prometheus text format.',
+    summary: 'Metrics of this instance in the Prometheus text format; with METRICS_TOKEN set, only for `Authorization: Bearer <METRICS_TOKEN>`.',
     tags,
-    response: { 200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    ...(tokenHash ? { security: [{ metricsToken: [] }] } : {}),
+    response: {
+      200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      ...(tokenHash ? { 401: envelopeSchema } : {}),
+    },
   };
-  fastify.get('/metrics', { config: SERVICE_ENDPOINT, schema: metrics }, async (_request, reply) => {
+  fastify.get('/metrics', { config: SERVICE_ENDPOINT, schema: metrics }, async (request, reply) => {
+    // Metrics reveal traffic and capacity: when a token is configured, nothing is shown without it.
+    if (tokenHash && !sameSecret(bearerToken(request.headers) ?? '', tokenHash)) return sendApiError(reply, refused.metricsTokenRequired());
     reply.type(fastify.metrics.registry.contentType);
     return fastify.metrics.registry.metrics();
   });

@@ -1,11 +1,12 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import multipart, { type MultipartFile } from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, invalidInput, problems, succeeded } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
 import { internetPath } from '../services/files.js';
 import { appForToken } from '../services/tokens.js';
 import { authorizeUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
-import { bindParameters, field, param, type Bound, type Source } from './binding.js';
+import { bindRequest, field, param, type Bound, type Source } from './binding.js';
 import { contextOf } from './context.js';
 import { envelopeResponses, parametersSchema } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
@@ -25,7 +26,7 @@ const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
 const schema = {
   summary: 'Upload one file into a bucket; its bytes stream into the store.',
-  description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part.',
+  description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part; the AccessToken may instead come as `Authorization: Bearer <token>`.',
   tags: ['Files'],
   querystring: parametersSchema(params),
   body: {
@@ -41,13 +42,13 @@ const schema = {
 type UploadParams = Bound<typeof params>;
 
 /** Binds the form's fields and checks its file name, reporting every problem at once. */
-function bindForm(query: Source, fields: Source, file: undefined): never;
-function bindForm(query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string };
-function bindForm(query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string } {
+function bindForm(headers: IncomingHttpHeaders, query: Source, fields: Source, file: undefined): never;
+function bindForm(headers: IncomingHttpHeaders, query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string };
+function bindForm(headers: IncomingHttpHeaders, query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string } {
   const items: string[] = [];
   let bound: UploadParams | undefined;
   try {
-    bound = bindParameters(params, query, fields);
+    bound = bindRequest(params, headers, query, fields);
   } catch (error) {
     if (!(error instanceof ApiError) || !error.items) throw error;
     items.push(...error.items);
@@ -59,9 +60,9 @@ function bindForm(query: Source, fields: Source, file: MultipartFile | undefined
   return { bound, fileName };
 }
 
-function tryBind(query: Source, fields: Source): Authorizing | undefined {
+function tryBind(headers: IncomingHttpHeaders, query: Source, fields: Source): Authorizing | undefined {
   try {
-    return bindParameters(authorizing, query, fields);
+    return bindRequest(authorizing, headers, query, fields);
   } catch {
     return undefined;
   }
@@ -86,10 +87,18 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     return { key: `${bound.AccessToken}\n${bound.BucketId}`, bucket: await authorizeUpload(fastify.db, appId, bound.BucketId, fileName) };
   };
 
-  const receive = async (request: FastifyRequest) => {
+  const receive = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.isMultipart()) throw invalidInput([problems.notMultipart]);
-    if (Number(request.headers['content-length']) > maxUploadBytes + FORM_OVERHEAD_BYTES) throw invalid.fileTooLarge(maxUploadBytes);
-    await fastify.storage.checkWritable();
+    // Refused before the body is read: the connection closes after the answer, or the unread body
+    // would hold it open (paused) until the keep-alive timeout.
+    const unread = (error: unknown) => {
+      reply.header('connection', 'close');
+      return error;
+    };
+    if (Number(request.headers['content-length']) > maxUploadBytes + FORM_OVERHEAD_BYTES) throw unread(invalid.fileTooLarge(maxUploadBytes));
+    await fastify.storage.checkWritable().catch((error: unknown) => {
+      throw unread(error);
+    });
 
     const query = request.query as Source;
     const form = new UploadForm(request, maxUploadBytes);
@@ -100,15 +109,15 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     const target = async (): Promise<UploadTarget> => {
       if (file?.file.truncated) throw invalid.fileTooLarge(maxUploadBytes);
       await form.readRest();
-      const { bound, fileName } = bindForm(query, form.fields, file);
+      const { bound, fileName } = bindForm(request.headers, query, form.fields, file);
       const { bucket } = early?.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound, fileName);
       return { ...bucket, fileName, aliveDays: bound.AliveDays };
     };
-    if (!file) return bindForm(query, form.fields, undefined);
+    if (!file) return bindForm(request.headers, query, form.fields, undefined);
 
     // Token and bucket already known: a refused upload is answered without storing the body.
     try {
-      const bound = tryBind(query, form.fields);
+      const bound = tryBind(request.headers, query, form.fields);
       if (bound) early = await authorize(bound, sanitizeFileName(file.filename));
     } catch (error) {
       await drain(file.file);
@@ -141,8 +150,8 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     await Promise.allSettled(running);
   });
 
-  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' }, schema }, (request) => {
-    const upload = receive(request);
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' }, schema }, (request, reply) => {
+    const upload = receive(request, reply);
     running.add(upload);
     fastify.metrics.uploadsInFlight.inc();
     const settled = () => {

@@ -3,6 +3,7 @@ import type { BootstrapApp } from '../config.js';
 import type { Database } from '../../db/schema.js';
 import { refused } from '../errors.js';
 import { dropBytes, type ServiceContext } from './context.js';
+import { purgeBucketFiles } from './purge.js';
 import { hashSecret, randomSecret, sameSecret } from './secret-hashing.js';
 
 export interface AppCredentials {
@@ -61,10 +62,14 @@ export async function verifyAppSecret(db: Kysely<Database>, appId: string, appSe
 
 /**
  * Removes the app with its buckets, files, tokens and download secrets, then the files' bytes.
- * `tokenAppId` is the app the caller's token belongs to: an app may delete only itself.
+ * `tokenAppId` is the app the caller's token belongs to: an app may delete only itself. Each
+ * bucket's files go in batches first (see purgeBucketFiles), then the app, in one short
+ * transaction with whatever was created or uploaded meanwhile.
  */
 export async function deleteApp(ctx: ServiceContext, tokenAppId: string, appId: string): Promise<void> {
   if (tokenAppId !== appId) throw refused.notYourApp();
+  const buckets = await ctx.db.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId).orderBy('bucket_id').execute();
+  for (const bucket of buckets) await purgeBucketFiles(ctx, bucket.bucket_id);
   const storageKeys = await ctx.db.transaction().execute(async (trx) => {
     // Locks make concurrent bucket creation, token issue and uploads into its buckets wait and then
     // fail on their foreign keys, so no file row escapes the key collection below.

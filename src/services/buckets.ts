@@ -1,9 +1,9 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { isDatabaseError } from '../../db/errors.js';
 import type { BucketRow, Database } from '../../db/schema.js';
 import { problems, refused } from '../errors.js';
 import { dropBytes, type ServiceContext } from './context.js';
-import { isLive } from './files.js';
+import { purgeBucketFiles } from './purge.js';
 
 /**
  * Top-level path segments the service itself serves. A bucket name is the first segment of its
@@ -18,6 +18,7 @@ export const RESERVED_BUCKET_NAMES: readonly string[] = [
   'ready',
   'metrics',
   'docs',
+  'console',
   'favicon.ico',
   'robots.txt',
 ];
@@ -80,12 +81,13 @@ function selectBuckets(db: Kysely<Database>) {
     .selectFrom('buckets as b')
     .select(['b.bucket_id', 'b.name', 'b.open_to_read', 'b.open_to_upload', 'b.app_id'])
     .select((eb) =>
-      // Expired files count as gone everywhere, so only live ones are counted.
+      // The kept count of rows, less those expired and not swept yet: expired files count as gone
+      // everywhere. The second term reads only the bucket's expired rows (files_bucket_expires_at).
       eb
         .selectFrom('files as f')
-        .select((inner) => inner.fn.countAll().as('n'))
+        .select(sql<number>`b.file_count - count(*)`.as('n'))
         .whereRef('f.bucket_id', '=', 'b.bucket_id')
-        .where(isLive('f'))
+        .where('f.expires_at', '<=', sql<Date>`now()`)
         .as('file_count'),
     );
 }
@@ -135,13 +137,22 @@ export async function listBuckets(db: Kysely<Database>, appId: string): Promise<
   return rows.map((row) => bucketView(row, row.file_count));
 }
 
+/**
+ * Removes the bucket with its files and their bytes: the files in batches first (see
+ * purgeBucketFiles), then, in one short transaction, the bucket with whatever was uploaded into it
+ * meanwhile. Its files are all gone by the time the deletion is answered.
+ */
 export async function deleteBucket(ctx: ServiceContext, appId: string, bucketId: number): Promise<void> {
+  const owner = await ctx.db.selectFrom('buckets').select('app_id').where('bucket_id', '=', bucketId).executeTakeFirst();
+  if (!owner) throw refused.unknownBucket();
+  if (owner.app_id !== appId) throw refused.notYourBucket();
+  await purgeBucketFiles(ctx, bucketId);
   const storageKeys = await ctx.db.transaction().execute(async (trx) => {
     // Locking the bucket first makes a concurrent upload into it wait and then fail on the foreign
     // key, so every file row that gets deleted is seen here and its bytes are removed below.
     const bucket = await trx.selectFrom('buckets').select('app_id').where('bucket_id', '=', bucketId).forUpdate().executeTakeFirst();
+    // Another deletion of the same bucket finished first.
     if (!bucket) throw refused.unknownBucket();
-    if (bucket.app_id !== appId) throw refused.notYourBucket();
     const files = await trx.deleteFrom('files').where('bucket_id', '=', bucketId).returning('storage_key').execute();
     await trx.deleteFrom('buckets').where('bucket_id', '=', bucketId).execute();
     return files.map((file) => file.storage_key);

@@ -66,8 +66,11 @@ export async function findLiveFile(db: Kysely<Database>, fileKey: number): Promi
   return row;
 }
 
-/** A bucket's live files, ordered by FileKey: its owner may list them, any app when it is OpenToRead. */
-export async function listBucketFiles(db: Kysely<Database>, appId: string, bucketId: number): Promise<FileWithBucket[]> {
+/** Rows per query when a bucket's files are listed: one page is all that is in memory at a time. */
+export const LISTING_PAGE_SIZE = 500;
+
+/** Refuses unless the app may list the bucket's files: its owner may, any app when it is OpenToRead. */
+export async function authorizeListing(db: Kysely<Database>, appId: string, bucketId: number): Promise<void> {
   const bucket = await db
     .selectFrom('buckets')
     .select(['app_id', 'open_to_read'])
@@ -75,7 +78,26 @@ export async function listBucketFiles(db: Kysely<Database>, appId: string, bucke
     .executeTakeFirst();
   if (!bucket) throw refused.unknownBucket();
   if (bucket.app_id !== appId && !bucket.open_to_read) throw refused.notYourBucket();
-  return filesWithBucket(db).where('files.bucket_id', '=', bucketId).orderBy('files.file_key').execute();
+}
+
+/**
+ * A bucket's live files ordered by FileKey, a page at a time: each page is one short query that
+ * starts after the last key of the one before (through files_bucket_file_key), so no transaction
+ * stays open while a slow client reads, and a huge bucket costs no more per page than a small one.
+ */
+export async function* liveFilePages(db: Kysely<Database>, bucketId: number, pageSize = LISTING_PAGE_SIZE): AsyncGenerator<FileWithBucket[]> {
+  let after = 0;
+  for (;;) {
+    const page = await filesWithBucket(db)
+      .where('files.bucket_id', '=', bucketId)
+      .where('files.file_key', '>', after)
+      .orderBy('files.file_key')
+      .limit(pageSize)
+      .execute();
+    if (page.length > 0) yield page;
+    if (page.length < pageSize) return;
+    after = page[page.length - 1]!.file_key;
+  }
 }
 
 /** Deletes one live file of the app's own buckets: the row first, so its bytes are never served again, then the bytes. */

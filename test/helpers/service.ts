@@ -11,6 +11,7 @@ import type { ServiceContext } from '../../src/services/context.js';
 import { prepareDatabase } from '../../src/services/startup.js';
 import type { DatabaseHandle } from '../../db/connect.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { newBucketName, removeTestBucket, s3ServiceEnv, whyNoS3 } from './s3.js';
 
 export interface TestService {
   app: FastifyInstance;
@@ -67,18 +68,61 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Another connection pool to the same database, as a second instance would have. */
   database?: DatabaseHandle;
+  /** The built web console to serve (see test/helpers/browser.ts). */
+  consoleDir?: string;
+}
+
+/**
+ * `TEST_STORAGE_BACKEND=s3` runs the services the tests build on the S3 test server (S3_TEST_*), each
+ * with a bucket of its own, so the same tests check both stores. Unset or `disk`: the disk store.
+ */
+export const testStorageBackend: 'disk' | 's3' = process.env.TEST_STORAGE_BACKEND === 's3' ? 's3' : 'disk';
+if (testStorageBackend === 's3' && whyNoS3()) throw new Error(`TEST_STORAGE_BACKEND=s3, but ${whyNoS3()}`);
+
+/** For tests that look at the disk store's folders themselves: a value for tap's `skip`. */
+export const onlyOnDisk = (why: string): string | false => (testStorageBackend === 's3' ? `on the disk store only: ${why}` : false);
+
+/**
+ * The bucket of each storage folder in S3 mode: a second instance given the first one's STORAGE_DIR
+ * shares its store, so it gets its bucket. The last service using a bucket deletes it.
+ */
+const bucketsByStorageDir = new Map<string, { bucket: string; users: number }>();
+
+function storageEnv(dataDir: string, env: Record<string, string> = {}): { env: Record<string, string>; release(): Promise<void> } {
+  if (testStorageBackend !== 's3' || env.STORAGE_BACKEND) return { env, release: async () => {} };
+  const storageDir = path.resolve(env.STORAGE_DIR ?? path.join(dataDir, 'files'));
+  const shared = bucketsByStorageDir.get(storageDir) ?? { bucket: newBucketName(), users: 0 };
+  shared.users += 1;
+  bucketsByStorageDir.set(storageDir, shared);
+  return {
+    // The smallest part S3 allows, so that a test upload of a few MiB already goes in parts.
+    env: { ...s3ServiceEnv(shared.bucket, { S3_PART_SIZE_BYTES: String(5 * 1024 * 1024) }), ...env },
+    release: async () => {
+      shared.users -= 1;
+      if (shared.users > 0) return;
+      bucketsByStorageDir.delete(storageDir);
+      await removeTestBucket(shared.bucket);
+    },
+  };
 }
 
 /** Builds the service against the file's database, with its own data folder and captured logs. */
 export async function startService(t: Test, options: ServiceOptions = {}): Promise<TestService> {
   const database = options.database ?? (await testDatabase()).handle;
   const dataDir = await mkdtemp(path.join(tmpdir(), 'filestore-test-'));
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_KEY: '', ...options.env });
+  const storage = storageEnv(dataDir, options.env);
+  // Load shedding by event loop delay is off unless a test turns it on: on a busy machine it would
+  // turn ordinary answers into 503s.
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ADMIN_KEY: '', MAX_EVENT_LOOP_DELAY_MS: '0', ...storage.env });
   await prepareDatabase(database.db, config);
   const logs: string[] = [];
-  const app = await buildApp({ config, database, logStream: new LineCollector(logs) });
+  const app = await buildApp({ config, database, logStream: new LineCollector(logs), consoleDir: options.consoleDir }).catch(async (error: unknown) => {
+    await storage.release();
+    throw error;
+  });
   t.teardown(async () => {
     await app.close();
+    await storage.release();
     await rm(dataDir, { recursive: true, force: true });
   });
 
