@@ -11,6 +11,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY plugins ./plugins
 COPY db ./db
+COPY console ./console
 RUN npm run build
 
 # Production dependencies only.
@@ -29,7 +30,8 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
-# The base image's unprivileged user owns the data folder and nothing else.
+# The base image's unprivileged user owns the data folder and nothing else. Without DATABASE_URL the
+# service starts its own PostgreSQL server (binaries from node_modules) as this user, data in /data/postgres.
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
