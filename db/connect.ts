@@ -2,7 +2,8 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { importPgliteData } from './pglite-import.js';
 import type { Database } from './schema.js';
-import { startEmbeddedServer, type EmbeddedServer, type EmbeddedServerLog } from './embedded-server.js';
+import type { EmbeddedServerLog } from './embedded-ownership.js';
+import { startEmbeddedServer, type EmbeddedServer } from './embedded-server.js';
 
 const INT8_OID = 20;
 /** Identifiers, sizes and counters are bigint; all stay below 2^53, so they come back as numbers. */

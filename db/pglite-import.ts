@@ -4,7 +4,7 @@ import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
-import type { EmbeddedServerLog } from './embedded-server.js';
+import type { EmbeddedServerLog } from './embedded-ownership.js';
 
 /** Where releases before the embedded PostgreSQL server kept their database (PGlite, in-process). */
 export const PGLITE_FOLDER = 'pgdata';
