@@ -40,8 +40,7 @@ t.test('keyboard only: sign in, open a bucket, choose files; and a drop uploads'
     return ((await answer.json()) as { AllFiles: { RealFileName: string; InternetPath: string }[] }).AllFiles;
   };
 
-  const { page, problems, screenshot } = await openBrowser(t, base);
-  const byName = (role: Parameters<typeof page.getByRole>[0], name: string) => page.getByRole(role, { name, exact: true });
+  const { page, problems, screenshot, byName } = await openBrowser(t, base);
   await page.goto(`${base}/console`);
 
   await t.test('sign in with Tab, typing and Enter', async (t) => {

@@ -64,12 +64,8 @@ t.test('text, audio and video files preview in the page', async (t) => {
   await upload('clip.webm', 'not really a film');
   await upload('agenda.pdf', onePagePdf('Agenda for Tuesday'));
 
-  const { page, context, problems, screenshot } = await openBrowser(t, base);
-  const byName = (role: Parameters<typeof page.getByRole>[0], name: string) => page.getByRole(role, { name, exact: true });
-  await page.goto(`${base}/console`);
-  await page.getByLabel('AppId', { exact: true }).fill(app.appId);
-  await page.getByLabel('AppSecret', { exact: true }).fill(app.appSecret);
-  await byName('button', 'Sign in').click();
+  const { page, context, problems, screenshot, byName, signIn } = await openBrowser(t, base);
+  await signIn(app);
   await byName('link', 'preview-shelf').click();
   const preview = (name: string) => page.getByRole('row').filter({ has: byName('link', name) }).getByRole('button', { name: 'Preview', exact: true }).click();
   const dialog = page.getByRole('dialog');

@@ -24,12 +24,8 @@ t.test('a person uploads files, pauses and resumes one, and retries a refused on
     return ((await response.json()) as { AllFiles: { FileKey: number; RealFileName: string; JFileSize: number; AliveDays: number; InternetPath: string }[] }).AllFiles;
   };
 
-  const { page, context, problems, screenshot } = await openBrowser(t, base);
-  const byName = (role: Parameters<typeof page.getByRole>[0], name: string) => page.getByRole(role, { name, exact: true });
-  await page.goto(`${base}/console`);
-  await page.getByLabel('AppId', { exact: true }).fill(app.appId);
-  await page.getByLabel('AppSecret', { exact: true }).fill(app.appSecret);
-  await byName('button', 'Sign in').click();
+  const { page, context, problems, screenshot, byName, signIn } = await openBrowser(t, base);
+  await signIn(app);
   await byName('link', 'field-recordings').click();
   await page.getByText('No files yet').waitFor();
 

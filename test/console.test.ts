@@ -55,8 +55,7 @@ t.test('the console page itself: one request per asset, a strict CSP, nothing in
 
 t.test('a person signs in, manages buckets and files, and signs out', async (t) => {
   const app = await service.newApp();
-  const { page, problems, screenshot, context } = await openBrowser(t, base);
-  const byName = (role: Parameters<typeof page.getByRole>[0], name: string) => page.getByRole(role, { name, exact: true });
+  const { page, problems, screenshot, context, byName } = await openBrowser(t, base);
 
   await t.test('a wrong secret is refused with the service’s message', async (t) => {
     await page.goto(`${base}/console`);
@@ -250,8 +249,7 @@ t.test('on a phone, with 10,000 files and a token that must be renewed while in 
   }));
   for (let start = 0; start < rows.length; start += 2000) await shortLived.app.db.insertInto('files').values(rows.slice(start, start + 2000)).execute();
 
-  const { page, problems, screenshot } = await openBrowser(t, origin, { width: 390, height: 844 });
-  const byName = (role: Parameters<typeof page.getByRole>[0], name: string) => page.getByRole(role, { name, exact: true });
+  const { page, problems, screenshot, byName } = await openBrowser(t, origin, { width: 390, height: 844 });
   await page.goto(`${origin}/console`);
   await page.getByLabel('AppId', { exact: true }).fill(app.appId);
   await page.getByLabel('AppSecret', { exact: true }).fill(app.appSecret);

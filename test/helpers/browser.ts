@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import type { Test } from 'tap';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -34,6 +34,10 @@ export interface BrowserRun {
   problems: string[];
   /** Saves what `page` (the first page unless given) shows; the whole page unless `fullPage` is false. */
   screenshot(name: string, options?: { page?: Page; fullPage?: boolean }): Promise<void>;
+  /** The element of `role` on the first page whose accessible name is exactly `name`. */
+  byName(role: Parameters<Page['getByRole']>[0], name: string): Locator;
+  /** Opens the console and signs in with the AppId and AppSecret fields and the Sign in button. */
+  signIn(app: { appId: string; appSecret: string }): Promise<void>;
 }
 
 /** A fresh chromium profile whose pages may only talk to `origin`; everything that goes wrong is recorded. */
@@ -84,6 +88,7 @@ export async function openBrowser(t: Test, origin: string, viewport = { width: 1
   context.on('page', watch);
   const page = context.pages()[0] ?? (await context.newPage());
   watch(page);
+  const byName: BrowserRun['byName'] = (role, name) => page.getByRole(role, { name, exact: true });
 
   await mkdir(SCREENSHOTS, { recursive: true });
   return {
@@ -92,6 +97,13 @@ export async function openBrowser(t: Test, origin: string, viewport = { width: 1
     problems,
     screenshot: async (name, { page: shown = page, fullPage = true } = {}) => {
       await shown.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage });
+    },
+    byName,
+    signIn: async ({ appId, appSecret }) => {
+      await page.goto(`${origin}/console`);
+      await page.getByLabel('AppId', { exact: true }).fill(appId);
+      await page.getByLabel('AppSecret', { exact: true }).fill(appSecret);
+      await byName('button', 'Sign in').click();
     },
   };
 }
