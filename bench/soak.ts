@@ -19,6 +19,10 @@ import { createBenchDatabase, prepareService, startService, type ServiceSetup } 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const WORKERS = 6;
+/** Well inside the service's default token lifetime (20 minutes), as a long-running client renews. */
+const TOKEN_RENEW_MS = 5 * 60 * 1000;
+/** Above this many live bytes, each large upload first deletes a large file: an hour must not fill the disk. */
+const LIVE_BYTES_CAP = 2 * 1024 * MiB;
 
 interface Acknowledged {
   sha256: string;
@@ -111,8 +115,24 @@ async function main(): Promise<void> {
     };
     for (let i = 0; i < instanceCount; i++) instances.push(await launch());
     const first = await prepareService(setup, { child: undefined as never, origin: instances[0]!.origin });
-    const token = first.token;
     const bucketId = first.bucketId;
+    let token = first.token;
+    let renewAt = Date.now() + TOKEN_RENEW_MS;
+    let renewing: Promise<void> | undefined;
+    const currentToken = async (): Promise<string> => {
+      if (Date.now() >= renewAt) {
+        renewing ??= (async () => {
+          const answer = await callJson(pick().origin, '/API/AccessToken', { AppId: setup.appId, AppSecret: setup.appSecret });
+          if (answer.json.Code !== 0) throw new Error(`AccessToken refused: ${JSON.stringify(answer.json)}`);
+          token = String(answer.json.AccessToken);
+          renewAt = Date.now() + TOKEN_RENEW_MS;
+        })().finally(() => {
+          renewing = undefined;
+        });
+        await renewing;
+      }
+      return token;
+    };
     const pick = () => {
       const live = instances.filter((instance) => !instance.away);
       return live[randomInt(live.length)]!;
@@ -129,6 +149,30 @@ async function main(): Promise<void> {
       return result;
     };
     const liveKeys = () => [...ledger.keys()].filter((key) => !deleted.has(key));
+    const largeLive = new Set<number>();
+    let liveBytes = 0;
+    const acknowledge = (key: number, content: Buffer) => {
+      ledger.set(key, { sha256: sha256(content), size: content.length, bucketId });
+      liveBytes += content.length;
+      if (content.length >= MiB) largeLive.add(key);
+    };
+    // Every upload and delete of the soak's own app in its own bucket must succeed; only an instance
+    // that is shutting down may refuse (503).
+    const refused = (op: string, status: number, json: Record<string, unknown>) => {
+      if (status !== 503) failures.push(`${op} refused: ${status} ${JSON.stringify(json)}`);
+    };
+    const deleteFile = async (origin: string, key: number) => {
+      deleted.add(key);
+      const { status, json } = await timed('delete', async () => callJson(origin, '/API/DeleteFile', { AccessToken: await currentToken(), FileKey: key }));
+      if (status === 200 && json.Code === 0) {
+        liveBytes -= ledger.get(key)?.size ?? 0;
+        largeLive.delete(key);
+      } else {
+        // Only an acknowledged delete counts; otherwise the file may or may not be there.
+        deleted.delete(key);
+        refused('delete', status, json);
+      }
+    };
     const anyKey = () => {
       const keys = liveKeys();
       return keys.length ? keys[randomInt(keys.length)] : undefined;
@@ -137,13 +181,19 @@ async function main(): Promise<void> {
     const ops: Array<[weight: number, name: string, run: (origin: string) => Promise<void>]> = [
       [20, 'upload-small', async (origin) => {
         const content = randomBytes(randomInt(1, 64 * KiB));
-        const { status, json } = await timed('upload-small', () => upload(origin, { AccessToken: token, BucketId: bucketId, AliveDays: 1 }, content));
-        if (status === 200 && json.Code === 0) ledger.set(Number(json.FileKey), { sha256: sha256(content), size: content.length, bucketId });
+        const { status, json } = await timed('upload-small', async () => upload(origin, { AccessToken: await currentToken(), BucketId: bucketId, AliveDays: 1 }, content));
+        if (status === 200 && json.Code === 0) acknowledge(Number(json.FileKey), content);
+        else refused('upload-small', status, json);
       }],
       [3, 'upload-large', async (origin) => {
+        if (liveBytes > LIVE_BYTES_CAP) {
+          const large = [...largeLive];
+          if (large.length > 0) await deleteFile(origin, large[randomInt(large.length)]!);
+        }
         const content = randomBytes(randomInt(4 * MiB, 16 * MiB));
-        const { status, json } = await timed('upload-large', () => upload(origin, { AccessToken: token, BucketId: bucketId, AliveDays: 1 }, content));
-        if (status === 200 && json.Code === 0) ledger.set(Number(json.FileKey), { sha256: sha256(content), size: content.length, bucketId });
+        const { status, json } = await timed('upload-large', async () => upload(origin, { AccessToken: await currentToken(), BucketId: bucketId, AliveDays: 1 }, content));
+        if (status === 200 && json.Code === 0) acknowledge(Number(json.FileKey), content);
+        else refused('upload-large', status, json);
       }],
       [25, 'download', async (origin) => {
         const key = anyKey();
@@ -167,14 +217,13 @@ async function main(): Promise<void> {
       [6, 'delete', async (origin) => {
         const key = anyKey();
         if (key === undefined) return;
-        deleted.add(key);
-        const { status, json } = await timed('delete', () => callJson(origin, '/API/DeleteFile', { AccessToken: token, FileKey: key }));
-        // Only an acknowledged delete counts; otherwise the file may or may not be there.
-        if (!(status === 200 && json.Code === 0)) deleted.delete(key);
+        await deleteFile(origin, key);
       }],
       [4, 'bucket-churn', async (origin) => {
-        const created = await timed('bucket-create', () => callJson(origin, '/API/CreateBucket', { AccessToken: token, BucketName: `churn-${randomBytes(5).toString('hex')}`, OpenToRead: true, OpenToUpload: false }));
-        if (created.json.Code === 0) await timed('bucket-delete', () => callJson(origin, '/API/DeleteBucket', { AccessToken: token, BucketId: Number(created.json.BucketId) }));
+        const created = await timed('bucket-create', async () => callJson(origin, '/API/CreateBucket', { AccessToken: await currentToken(), BucketName: `churn-${randomBytes(5).toString('hex')}`, OpenToRead: true, OpenToUpload: false }));
+        if (created.json.Code !== 0) return refused('bucket-create', created.status, created.json);
+        const removed = await timed('bucket-delete', async () => callJson(origin, '/API/DeleteBucket', { AccessToken: await currentToken(), BucketId: Number(created.json.BucketId) }));
+        if (removed.json.Code !== 0) refused('bucket-delete', removed.status, removed.json);
       }],
       [6, 'bad-request', async (origin) => {
         const { status, json } = await timed('bad-request', () => callJson(origin, `/API/ViewOneFile?FileKey=${['abc', '-1', '1e99', ''][randomInt(4)]}`));
@@ -182,7 +231,7 @@ async function main(): Promise<void> {
         if (json.Code === 0 || typeof json.Message !== 'string' || status >= 500) failures.push(`bad request answered ${status} ${JSON.stringify(json)}`);
       }],
       [3, 'upload-aborted', async (origin) => {
-        await upload(origin, { AccessToken: token, BucketId: bucketId, AliveDays: 1 }, randomBytes(2 * MiB), randomInt(1024, MiB)).catch(() => {});
+        await upload(origin, { AccessToken: await currentToken(), BucketId: bucketId, AliveDays: 1 }, randomBytes(2 * MiB), randomInt(1024, MiB)).catch(() => {});
       }],
     ];
     const totalWeight = ops.reduce((sum, [weight]) => sum + weight, 0);
@@ -230,7 +279,8 @@ async function main(): Promise<void> {
 
     // Exact consistency: every acknowledged upload not deleted is listed once and byte-identical.
     const origin = instances[instances.length - 1]!.origin;
-    const listed = await callJson(origin, `/API/ViewAllFiles?AccessToken=${token}&BucketId=${bucketId}`);
+    const listed = await callJson(origin, `/API/ViewAllFiles?AccessToken=${await currentToken()}&BucketId=${bucketId}`);
+    if (listed.json.Code !== 0) failures.push(`ViewAllFiles refused: ${listed.status} ${JSON.stringify(listed.json)}`);
     const keys = ((listed.json.AllFiles as Array<{ FileKey: number }>) ?? []).map((file) => file.FileKey);
     const expected = liveKeys().sort((a, b) => a - b);
     if (JSON.stringify([...keys].sort((a, b) => a - b)) !== JSON.stringify(expected)) failures.push(`listing has ${keys.length} files, the ledger ${expected.length}`);
@@ -241,7 +291,7 @@ async function main(): Promise<void> {
     for (const key of deleted) {
       if ((await download(origin, key)).status !== 404) failures.push(`deleted file ${key} is still served`);
     }
-    const detail = await callJson(origin, `/API/ViewBucketDetail?AccessToken=${token}&BucketId=${bucketId}`);
+    const detail = await callJson(origin, `/API/ViewBucketDetail?AccessToken=${await currentToken()}&BucketId=${bucketId}`);
     const fileCount = (detail.json.Bucket as { FileCount?: number } | undefined)?.FileCount ?? detail.json.FileCount;
     if (fileCount !== expected.length) failures.push(`FileCount ${String(fileCount)}, the ledger ${expected.length}`);
 
