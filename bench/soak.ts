@@ -162,6 +162,9 @@ async function main(): Promise<void> {
       if (status !== 503) failures.push(`${op} refused: ${status} ${JSON.stringify(json)}`);
     };
     const deleteFile = async (origin: string, key: number) => {
+      // One delete per file: a second one, while the first is in flight, would be refused and
+      // would take the file off the deleted list although the first removed it.
+      if (deleted.has(key)) return;
       deleted.add(key);
       const { status, json } = await timed('delete', async () => callJson(origin, '/API/DeleteFile', { AccessToken: await currentToken(), FileKey: key }));
       if (status === 200 && json.Code === 0) {
@@ -187,7 +190,7 @@ async function main(): Promise<void> {
       }],
       [3, 'upload-large', async (origin) => {
         if (liveBytes > LIVE_BYTES_CAP) {
-          const large = [...largeLive];
+          const large = [...largeLive].filter((key) => !deleted.has(key));
           if (large.length > 0) await deleteFile(origin, large[randomInt(large.length)]!);
         }
         const content = randomBytes(randomInt(4 * MiB, 16 * MiB));
@@ -252,6 +255,10 @@ async function main(): Promise<void> {
       }
     }, 2000);
     let connectionErrors = 0;
+    // From SIGTERM of the restarted instance until its replacement is ready: requests in flight on
+    // it may see the connection closed (an upload still sending its body when the 503 comes sees
+    // EPIPE or a reset); outside this window any connection error is a failure.
+    let restarting = false;
     const worker = async () => {
       while (Date.now() < end) {
         const [, name, run] = choose();
@@ -260,7 +267,7 @@ async function main(): Promise<void> {
         } catch (error) {
           // A connection refused or closed by the instance being restarted; anything else is a failure.
           const code = (error as { cause?: { code?: string }; code?: string }).cause?.code ?? (error as { code?: string }).code;
-          if (code === 'ECONNREFUSED' || code === 'UND_ERR_SOCKET') connectionErrors += 1;
+          if (restarting && ['ECONNREFUSED', 'UND_ERR_SOCKET', 'EPIPE', 'ECONNRESET'].includes(code ?? '')) connectionErrors += 1;
           else failures.push(`${name}: ${(error as Error).message}`);
         }
       }
@@ -268,10 +275,12 @@ async function main(): Promise<void> {
     const restart = (async () => {
       await new Promise((resolve) => setTimeout(resolve, (seconds * 1000) / 2));
       const target = instances[0]!;
+      restarting = true;
       target.away = true;
       await target.stop();
       const replacement = await launch();
       instances[0] = replacement;
+      restarting = false;
       process.stdout.write(`restarted instance 1 with SIGTERM after ${((Date.now() - began) / 1000).toFixed(0)} s\n`);
     })();
     await Promise.all([...Array.from({ length: WORKERS }, worker), restart]);
