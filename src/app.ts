@@ -28,7 +28,7 @@ import serviceRoutes from './http/service.js';
 import tokenRoutes from './http/tokens.js';
 import uploadRoutes from './http/upload.js';
 import { redactUrl } from './log-redaction.js';
-import { createBlobStore, createResumableBytes } from './storage/create-store.js';
+import { createStorage } from './storage/create-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -89,8 +89,9 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   await fastify.register(envelopePlugin);
   await fastify.register(corsPlugin);
   await fastify.register(dbPlugin, { database });
-  await fastify.register(storagePlugin, { storage: await createBlobStore(config) });
-  await fastify.register(resumablePlugin, { bytes: await createResumableBytes(config) });
+  const storage = await createStorage(config);
+  await fastify.register(storagePlugin, { storage: storage.blobs });
+  await fastify.register(resumablePlugin, { bytes: storage.resumable });
   await fastify.register(downloadCounterPlugin);
   await fastify.register(metricsPlugin, { database });
   await fastify.register(jobsPlugin);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -88,15 +88,23 @@ t.test('a connection dropped mid-PATCH resumes from the offset HEAD reports, and
   t.ok(Date.parse(head.headers['upload-expires'] as string) > Date.now(), 'Upload-Expires on HEAD');
   t.notMatch(head.headers['upload-metadata'] ?? '', /accesstoken/i, 'the token is not echoed');
 
+  const uploadFile = path.join(s.service.config.storageDir, 'resumable', location.split('/').pop()!);
+  const { ino } = await stat(uploadFile);
   const last = await tusRequest(location, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': offset }, content.subarray(offset));
   t.equal(last.status, 204, last.body);
   t.equal(last.headers['upload-offset'], String(content.length));
   const fileKey = Number(last.headers['upload-file-key']);
   t.ok(fileKey > 0, 'Upload-File-Key');
+  const row = await s.service.app.db.selectFrom('files').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow();
+  const stored = await stat(path.join(s.service.config.storageDir, 'objects', row.storage_key.slice(0, 2), row.storage_key));
+  t.equal(stored.ino, ino, 'the upload’s file became the stored object: moved, not written again');
+  t.same(await readdir(path.join(s.service.config.storageDir, 'tmp')), [], 'nothing left in the temp folder');
   const filePath = last.headers['upload-file-path'] as string;
   t.equal(filePath, `${s.base}/${encodeURIComponent((await s.service.app.inject(`/API/ViewBucketDetail?BucketId=${s.bucketId}`)).json().BucketName)}/r%C3%A9sum%C3%A9%20video.bin`);
 
   t.equal(sha256(await download(`${s.base}/Download/FromKey/${fileKey}`)), sha256(content), 'byte-identical through /Download/FromKey');
+  const etag = (await fetch(`${s.base}/Download/FromKey/${fileKey}`, { method: 'HEAD' })).headers.get('etag');
+  t.equal(etag, `"${sha256(content)}"`, 'the stored sha256 is that of the bytes');
   t.equal(sha256(await download(filePath)), sha256(content), 'byte-identical through the InternetPath');
   const listed = (await s.service.app.inject(`/API/ViewAllFiles?AccessToken=${s.token}&BucketId=${s.bucketId}`)).json();
   t.same(
@@ -222,7 +230,8 @@ t.test('a name taken while the upload ran: the last PATCH gets 409 and the bytes
   const last = await tusRequest(slow.headers.location!, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, Buffer.from('abc'));
   t.equal(last.status, 409, last.body);
   t.match(JSON.parse(last.body), { Code: -1, Message: 'There already exists a file with that name.' });
-  t.same(await resumableFiles(s.service), [], 'the refused upload’s bytes are removed');
+  t.same(await resumableFiles(s.service), [], 'the refused upload’s bytes are removed…');
+  t.same(await readdir(path.join(s.service.config.storageDir, 'tmp')), [], '…also from the temp folder they were moved to');
   t.equal((await tusRequest(slow.headers.location!, 'HEAD', {})).status, 404);
   const listed = (await s.service.app.inject(`/API/ViewAllFiles?AccessToken=${s.token}&BucketId=${s.bucketId}`)).json();
   t.same(listed.AllFiles.map((f: { FileKey: number }) => f.FileKey), [Number(fast.headers['upload-file-key'])], 'the first file stays, alone');
@@ -307,6 +316,9 @@ t.test('tus-js-client uploads in chunks and the file arrives whole', async (t) =
   const file = listed.AllFiles.find((f: { RealFileName: string }) => f.RealFileName === 'from-client.bin');
   t.ok(file, 'listed');
   t.equal(sha256(await download(`${s.base}/Download/FromKey/${file.FileKey}`)), sha256(content));
+  // Every PATCH on one instance: the sha256 was carried from PATCH to PATCH, not read again.
+  const etag = (await fetch(`${s.base}/Download/FromKey/${file.FileKey}`, { method: 'HEAD' })).headers.get('etag');
+  t.equal(etag, `"${sha256(content)}"`, 'the stored sha256 is that of the bytes');
 });
 
 
@@ -336,4 +348,25 @@ t.test('two instances on one database and one storage folder: either serves any 
   const last = await tusRequest(onB, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 2 * MiB }, content.subarray(2 * MiB));
   t.equal(last.status, 204, last.body);
   t.equal(sha256(await download(`${a.base}/Download/FromKey/${last.headers['upload-file-key']}`)), sha256(content), 'finished on one, served by the other');
+});
+
+t.test('written by turns on two instances, the file is whole and its stored sha256 right', async (t) => {
+  const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-resumable-turns-'));
+  t.teardown(() => rm(storageDir, { recursive: true, force: true }));
+  const a = await setup(t, { STORAGE_DIR: storageDir });
+  const b = await startService(t, { env: { STORAGE_DIR: storageDir } });
+  const bBase = await b.listen();
+  const content = randomBytes(4 * MiB + 7);
+  const id = (await create(a, content.length, 'turns.bin')).headers.location!.split('/').pop()!;
+  // a, b, a, b: each instance last saw the upload two PATCHes ago.
+  const bases = [a.base, bBase, a.base, bBase];
+  let answer;
+  for (const [i, base] of bases.entries()) {
+    const end = i === bases.length - 1 ? content.length : (i + 1) * MiB;
+    answer = await tusRequest(`${base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': i * MiB }, content.subarray(i * MiB, end));
+    t.equal(answer.status, 204, answer.body);
+  }
+  const fileUrl = `${a.base}/Download/FromKey/${answer!.headers['upload-file-key']}`;
+  t.equal(sha256(await download(fileUrl)), sha256(content), 'byte-identical');
+  t.equal((await fetch(fileUrl, { method: 'HEAD' })).headers.get('etag'), `"${sha256(content)}"`, 'the stored sha256 is that of the bytes');
 });

@@ -9,7 +9,7 @@ import { s3ServiceEnv, s3TestConfig, testBucketName, whyNoS3 } from './helpers/s
 import { metadata, patchThenDrop, tusRequest } from './helpers/tus.js';
 import { sweepOrphans } from '../src/jobs/orphan-sweep.js';
 import { sweepExpiredResumables, sweepOrphanResumables } from '../src/services/resumable-uploads.js';
-import { createS3Client } from '../src/storage/s3-client.js';
+import { createS3Client, createS3Store } from '../src/storage/s3-client.js';
 import { S3ResumableBytes } from '../src/storage/s3-resumable-bytes.js';
 
 const MiB = 1024 * 1024;
@@ -134,7 +134,7 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.ok(service, 'the service created the bucket');
     const client = createS3Client(s3TestConfig(bucket));
     t.teardown(() => client.destroy());
-    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB });
+    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB, store: createS3Store(s3TestConfig(bucket), 'test') });
     const id = randomBytes(16).toString('hex');
     const content = randomBytes(12 * MiB);
     await bytes.create(id);

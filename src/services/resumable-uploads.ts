@@ -92,7 +92,7 @@ export async function completeResumable(ctx: ResumableContext, uploadId: string)
   if (!row) return undefined;
   try {
     const bucket = await authorizeUpload(ctx.db, row.app_id, row.bucket_id, row.file_name);
-    const written = await ctx.storage.write(ctx.resumable.read(row.upload_id), { maxBytes: row.size_bytes });
+    const written = await ctx.resumable.finish(row.upload_id, { maxBytes: row.size_bytes });
     return await commitUpload(ctx, written, { ...bucket, fileName: row.file_name, aliveDays: row.alive_days });
   } finally {
     await ctx.resumable.remove([row.upload_id]).catch((error: unknown) => ctx.log.error({ err: error }, 'resumable upload bytes were not removed'));

@@ -1,21 +1,33 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, opendir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, open, opendir, rm, stat, truncate, writeFile, type FileHandle } from 'node:fs/promises';
+import type { Hash } from 'node:crypto';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { BlobWrite } from './blob-store.js';
+import type { DiskStore } from './disk-store.js';
 import { fromFileSystemError, isStorageError } from './errors.js';
 import { METER_HIGH_WATER_MARK } from './meter.js';
 import type { ResumableBytes } from './resumable-bytes.js';
+import { RunningHashes } from './running-hashes.js';
 
 const ID = /^[a-f0-9]{32}$/;
 const PAGE_SIZE = 500;
+/**
+ * While a PATCH streams, what is written so far is flushed after every this many bytes, so the disk
+ * writes while the network receives and the flush before the answer has only the last few MiB
+ * left. With a flush at the end alone, 1 GiB in 16 MiB PATCHes waited for the disk 64 times.
+ */
+const FLUSH_EVERY_BYTES = 4 * 1024 * 1024;
 
 /** Each incomplete upload is one file under `<STORAGE_DIR>/resumable/`, on the same volume as the objects. */
 export class DiskResumableBytes implements ResumableBytes {
   readonly dir: string;
+  readonly #store: DiskStore;
+  readonly #hashes = new RunningHashes();
 
-  constructor(storageDir: string) {
-    this.dir = path.join(storageDir, 'resumable');
+  constructor(store: DiskStore) {
+    this.#store = store;
+    this.dir = path.join(store.root, 'resumable');
   }
 
   async prepare(): Promise<void> {
@@ -31,27 +43,35 @@ export class DiskResumableBytes implements ResumableBytes {
   async append(id: string, offset: number, source: Readable): Promise<number> {
     const file = this.#path(id);
     try {
+      const hash = this.#hashes.take(id, offset);
       await truncate(file, offset);
-      const stream = createWriteStream(file, { flags: 'r+', start: offset, highWaterMark: METER_HIGH_WATER_MARK });
+      const handle = await open(file, 'r+');
+      // The stream closes the handle at its end, after any flush still running on it.
+      const stream = handle.createWriteStream({ start: offset, highWaterMark: METER_HIGH_WATER_MARK });
       let diskError: unknown;
       stream.once('error', (error: NodeJS.ErrnoException) => {
         if (error.syscall) diskError = error;
       });
+      const tap = new AppendTap(handle, hash);
       // A failed source (the client went away) ends the append, keeping what was written.
-      await pipeline(source, stream).catch(() => {});
+      await pipeline(source, tap, stream).catch(() => {});
       if (!stream.closed) await new Promise<void>((resolve) => stream.once('close', () => resolve()));
       if (diskError) throw diskError;
-      return await syncedSize(file);
+      const size = await syncedSize(file);
+      // Bytes that passed the tap but never reached the file (the stream was cut) leave the hash behind.
+      if (hash && size === offset + tap.bytes) this.#hashes.keep(id, size, hash);
+      return size;
     } catch (error) {
       throw isStorageError(error) ? error : fromFileSystemError(error, 'not-found');
     }
   }
 
-  read(id: string): Readable {
-    return createReadStream(this.#path(id), { highWaterMark: METER_HIGH_WATER_MARK });
+  finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
+    return this.#store.adopt(this.#path(id), limits, this.#hashes.finish(id));
   }
 
   async remove(ids: readonly string[]): Promise<void> {
+    this.#hashes.forget(ids);
     await Promise.all(ids.map((id) => rm(this.#path(id), { force: true })));
   }
 
@@ -75,6 +95,39 @@ export class DiskResumableBytes implements ResumableBytes {
   #path(id: string): string {
     if (!ID.test(id)) throw new Error(`Not a resumable upload id: ${JSON.stringify(id)}`);
     return path.join(this.dir, id);
+  }
+}
+
+/**
+ * Passes an append's bytes on to the file, counting them, extending the upload's running hash when
+ * there is one, and after every FLUSH_EVERY_BYTES starting a flush of the file unless one is running.
+ */
+class AppendTap extends Transform {
+  bytes = 0;
+  #sinceFlush = 0;
+  #flushing = false;
+
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly hash: Hash | undefined,
+  ) {
+    super({ highWaterMark: METER_HIGH_WATER_MARK });
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
+    this.bytes += chunk.length;
+    this.hash?.update(chunk);
+    this.#sinceFlush += chunk.length;
+    if (this.#sinceFlush >= FLUSH_EVERY_BYTES && !this.#flushing) {
+      this.#sinceFlush = 0;
+      this.#flushing = true;
+      // Only a head start: the flush before the answer (syncedSize) is the one that counts.
+      this.handle
+        .datasync()
+        .catch(() => {})
+        .finally(() => (this.#flushing = false));
+    }
+    done(null, chunk);
   }
 }
 

@@ -1,8 +1,8 @@
-import { constants, createWriteStream } from 'node:fs';
+import { constants, createReadStream, createWriteStream } from 'node:fs';
 import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
 import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
 import { meter, METER_HIGH_WATER_MARK } from './meter.js';
@@ -91,6 +91,40 @@ export class DiskStore implements BlobStore {
       throw error === diskError ? fromFileSystemError(error) : error;
     }
     return new DiskWrite(key, metered.size, metered.sha256(), tempPath, this.#objectPath(key), () => this.#inProgress.delete(tempPath));
+  }
+
+  /**
+   * Takes `file`, a finished file on the store's volume (a completed resumable upload), as a write:
+   * moved, not copied, into the temp folder, and hashed where it lies unless `known` gives its size
+   * and sha256, so its bytes are not written twice. The file is gone on success and on failure
+   * alike; what is left is the returned write's, exactly as after write().
+   */
+  async adopt(file: string, { maxBytes }: { maxBytes: number }, known?: { size: number; sha256: string }): Promise<BlobWrite> {
+    const key = newStorageKey();
+    const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
+    try {
+      await rename(file, tempPath);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw fromFileSystemError(error);
+      // Another volume after all: copied through the usual write.
+      const copy = await this.write(createReadStream(file, { highWaterMark: METER_HIGH_WATER_MARK }), { maxBytes });
+      await rm(file, { force: true });
+      return copy;
+    }
+    this.#inProgress.add(tempPath);
+    const settled = () => this.#inProgress.delete(tempPath);
+    try {
+      const { size } = await lstat(tempPath);
+      if (size > maxBytes) throw new StorageError('too-large', `more than ${maxBytes} bytes`);
+      if (known?.size === size) return new DiskWrite(key, size, known.sha256, tempPath, this.#objectPath(key), settled);
+      const metered = meter(createReadStream(tempPath, { highWaterMark: METER_HIGH_WATER_MARK }), maxBytes);
+      await finished(metered.resume());
+      return new DiskWrite(key, metered.size, metered.sha256(), tempPath, this.#objectPath(key), settled);
+    } catch (error) {
+      await rm(tempPath, { force: true }).catch(() => {});
+      settled();
+      throw isStorageError(error) ? error : fromFileSystemError(error);
+    }
   }
 
   async open(key: string, range?: ByteRange): Promise<BlobRead> {

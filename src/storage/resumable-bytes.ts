@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { BlobWrite } from './blob-store.js';
 
 /**
  * Where the bytes of incomplete resumable uploads live: in the storage backend (a folder beside
@@ -17,8 +18,11 @@ export interface ResumableBytes {
    * are kept and counted all the same; only a failure of the store itself rejects.
    */
   append(id: string, offset: number, source: Readable): Promise<number>;
-  /** The upload's bytes from the start, for the commit into the blob store. */
-  read(id: string): Readable;
+  /**
+   * The finished upload's bytes as a write into the blob store, hashed and waiting for commit() as
+   * after BlobStore.write(); the upload's own bytes may be gone afterwards (on disk they are moved).
+   */
+  finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite>;
   /** Removes uploads' bytes; missing ones are ignored. */
   remove(ids: readonly string[]): Promise<void>;
   /** Every upload the store holds bytes for, with when they last changed, a page at a time. */

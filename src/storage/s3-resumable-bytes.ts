@@ -13,6 +13,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
+import type { BlobStore, BlobWrite } from './blob-store.js';
 import { fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
 import type { ResumableBytes } from './resumable-bytes.js';
 
@@ -26,6 +27,8 @@ export interface S3ResumableBytesOptions {
   prefix: string;
   /** Bytes per part (at least S3's 5 MiB minimum): what one upload holds in memory at most. */
   partSize: number;
+  /** Where finished uploads are written. */
+  store: BlobStore;
 }
 
 interface Stored {
@@ -48,12 +51,14 @@ export class S3ResumableBytes implements ResumableBytes {
   readonly #bucket: string;
   readonly #folder: string;
   readonly #partSize: number;
+  readonly #store: BlobStore;
 
   constructor(client: S3Client, options: S3ResumableBytesOptions) {
     this.#client = client;
     this.#bucket = options.bucket;
     this.#folder = `${options.prefix}resumable/`;
     this.#partSize = options.partSize;
+    this.#store = options.store;
   }
 
   /** The bucket is checked or created by the blob store. */
@@ -106,8 +111,13 @@ export class S3ResumableBytes implements ResumableBytes {
     return stored.partBytes + tail.length;
   }
 
+  /** The upload's bytes from the start. */
   read(id: string): Readable {
     return Readable.from(this.#readAll(id));
+  }
+
+  finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
+    return this.#store.write(this.read(id), limits);
   }
 
   async remove(ids: readonly string[]): Promise<void> {
