@@ -41,6 +41,15 @@ function create(s: Setup, size: number, fileName: string, extra: Record<string, 
   });
 }
 
+/** Two services on one database and one storage folder: `a` set up as by setup(), `b` at bBase. */
+async function twoInstances(t: Test): Promise<{ a: Setup; bBase: string }> {
+  const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-resumable-shared-'));
+  t.teardown(() => rm(storageDir, { recursive: true, force: true }));
+  const a = await setup(t, { STORAGE_DIR: storageDir });
+  const b = await startService(t, { env: { STORAGE_DIR: storageDir } });
+  return { a, bBase: await b.listen() };
+}
+
 async function download(url: string): Promise<Buffer> {
   const response = await fetch(url);
   if (response.status !== 200) throw new Error(`download ${url}: ${response.status}`);
@@ -321,13 +330,8 @@ t.test('tus-js-client uploads in chunks and the file arrives whole', async (t) =
   t.equal(etag, `"${sha256(content)}"`, 'the stored sha256 is that of the bytes');
 });
 
-
 t.test('two instances on one database and one storage folder: either serves any request of an upload', async (t) => {
-  const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-resumable-shared-'));
-  t.teardown(() => rm(storageDir, { recursive: true, force: true }));
-  const a = await setup(t, { STORAGE_DIR: storageDir });
-  const b = await startService(t, { env: { STORAGE_DIR: storageDir } });
-  const bBase = await b.listen();
+  const { a, bBase } = await twoInstances(t);
   const content = randomBytes(3 * MiB);
 
   const created = await create(a, content.length, 'travels.bin');
@@ -351,11 +355,7 @@ t.test('two instances on one database and one storage folder: either serves any 
 });
 
 t.test('written by turns on two instances, the file is whole and its stored sha256 right', async (t) => {
-  const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-resumable-turns-'));
-  t.teardown(() => rm(storageDir, { recursive: true, force: true }));
-  const a = await setup(t, { STORAGE_DIR: storageDir });
-  const b = await startService(t, { env: { STORAGE_DIR: storageDir } });
-  const bBase = await b.listen();
+  const { a, bBase } = await twoInstances(t);
   const content = randomBytes(4 * MiB + 7);
   const id = (await create(a, content.length, 'turns.bin')).headers.location!.split('/').pop()!;
   // a, b, a, b: each instance last saw the upload two PATCHes ago.
