@@ -71,11 +71,15 @@ t.test('keyboard only: sign in, open a bucket, choose files; and a drop uploads'
   });
 
   await t.test('Space on Choose files opens the picker; the chosen file uploads', async (t) => {
+    // Playwright intercepts the picker only once a listener exists, and switches that on
+    // asynchronously: listening before the focus moves leaves it time to be on when Space comes.
+    const picked = page.waitForEvent('filechooser', { timeout: 60_000 });
     const choose = page.getByLabel('Choose files', { exact: true });
     await tabTo(page, choose);
     t.ok(await focusShown(choose), 'the file input shows its focus');
     await screenshot('10-keyboard-choose-files', { fullPage: false });
-    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Space')]);
+    await page.keyboard.press('Space');
+    const chooser = await picked;
     t.ok(chooser.isMultiple(), 'several files may be chosen');
     await chooser.setFiles([{ name: 'typed.txt', mimeType: 'text/plain', buffer: Buffer.from('typed without a mouse\n') }]);
     await page.locator('li.upload.done').filter({ hasText: 'typed.txt' }).waitFor();
