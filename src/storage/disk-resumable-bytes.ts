@@ -1,5 +1,5 @@
-import { mkdir, open, opendir, rm, stat, truncate, writeFile, type FileHandle } from 'node:fs/promises';
 import type { Hash } from 'node:crypto';
+import { mkdir, open, opendir, rm, stat, truncate, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
