@@ -3,18 +3,43 @@
  * 16 MiB on one keep-alive connection) against the multipart UploadFile of the same size, on the
  * same service in the same run; on disk and, when the S3 test server is configured, on S3.
  */
+import { Readable } from 'node:stream';
 import type { Client } from 'undici';
-import { MiB, newClient, newSeed } from '../load.js';
+import { fileContent, MiB, newClient, newSeed } from '../load.js';
 import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { sizeLabel } from '../format.js';
 import { prepareService, startService } from '../service.js';
 import { Ledger, type Context, type ServiceRun } from './common.js';
-import { dropBucket, parts, s3Env, s3ServiceSetup } from './s3-large.js';
+import { dropBucket, s3Env, s3ServiceSetup } from './s3-large.js';
 import { uploadToService } from './uploads.js';
 
 const TUS = { 'tus-resumable': '1.0.0' };
 
 const b64 = (value: string | number) => Buffer.from(String(value)).toString('base64');
+
+/** tus-js-client's chunkSize in this case; a multiple of the content generator's 1 MiB chunks. */
+const PATCH_SIZE = 16 * MiB;
+
+/**
+ * The PATCH bodies, each streamed from the content generator while it is sent, as UploadFile's body
+ * is: a client reading a file does not stop between two PATCHes to make the next one's bytes.
+ */
+function* patchBodies(seed: number, size: number): Generator<{ length: number; body: Readable }> {
+  const content = fileContent(seed, size);
+  for (let offset = 0; offset < size; offset += PATCH_SIZE) {
+    const length = Math.min(PATCH_SIZE, size - offset);
+    yield { length, body: Readable.from(take(content, length), { objectMode: false }) };
+  }
+}
+
+function* take(content: Iterator<Buffer>, length: number): Generator<Buffer> {
+  for (let left = length; left > 0; ) {
+    const next = content.next();
+    if (next.done) throw new Error('the content ended before the PATCH did');
+    left -= next.value.length;
+    yield next.value;
+  }
+}
 
 /**
  * Creates the upload, sends it in PATCHes of 16 MiB, and checks the last answer names the stored
@@ -40,17 +65,17 @@ async function resumableUpload(client: Client, run: ServiceRun, size: number): P
   let offset = 0;
   let fileKey: string | undefined;
   let lastSeconds = 0;
-  for (const part of parts(seed, size)) {
+  for (const { length, body } of patchBodies(seed, size)) {
     const sentAt = performance.now();
     const reply = await client.request({
       path: uploadPath,
       method: 'PATCH',
-      headers: { ...TUS, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), 'content-length': String(part.length) },
-      body: part,
+      headers: { ...TUS, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), 'content-length': String(length) },
+      body,
     });
     const text = await reply.body.text();
     if (reply.statusCode !== 204) throw new Error(`PATCH at ${offset} answered ${reply.statusCode}: ${text.slice(0, 200)}`);
-    offset += part.length;
+    offset += length;
     if (Number(reply.headers['upload-offset']) !== offset) throw new Error(`PATCH answered Upload-Offset ${String(reply.headers['upload-offset'])}, expected ${offset}`);
     fileKey = reply.headers['upload-file-key'] as string | undefined;
     lastSeconds = (performance.now() - sentAt) / 1000;

@@ -39,7 +39,7 @@ export function s3Env(): { endpoint: string; region: string; accessKeyId: string
 }
 
 /** The file's content cut into parts of PART_SIZE, one buffer each. */
-export function* parts(seed: number, size: number): Generator<Buffer> {
+function* parts(seed: number, size: number): Generator<Buffer> {
   let pending: Buffer[] = [];
   let length = 0;
   for (const chunk of fileContent(seed, size)) {
