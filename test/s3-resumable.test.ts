@@ -11,6 +11,7 @@ import { sweepOrphans } from '../src/jobs/orphan-sweep.js';
 import { sweepExpiredResumables, sweepOrphanResumables } from '../src/services/resumable-uploads.js';
 import { createS3Client, createS3Store } from '../src/storage/s3-client.js';
 import { S3ResumableBytes } from '../src/storage/s3-resumable-bytes.js';
+import type { S3Store } from '../src/storage/s3-store.js';
 
 const MiB = 1024 * 1024;
 const OCTETS = 'application/offset+octet-stream';
@@ -33,11 +34,14 @@ async function twoInstances(t: Test): Promise<{ a: Instance; b: Instance; bucket
   return { ...instances, bucket, token, bucketId };
 }
 
-/** What the bucket holds for resumable uploads: incomplete multipart uploads and objects under resumable/. */
+/** Where an upload's bytes go in the bucket: its multipart upload is begun at its file's object key, which is its id. */
+const objectKeyOf = (id: string) => `${id.slice(0, 2)}/${id}`;
+
+/** What the bucket holds for resumable uploads: incomplete multipart uploads anywhere, and objects under resumable/. */
 async function resumableLeftovers(bucket: string): Promise<{ uploads: string[]; objects: string[] }> {
   const client = createS3Client(s3TestConfig(bucket));
   try {
-    const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: 'resumable/' }));
+    const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     const objects = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'resumable/' }));
     return { uploads: (uploads.Uploads ?? []).map((u) => u.Key!), objects: (objects.Contents ?? []).map((o) => o.Key!) };
   } finally {
@@ -53,6 +57,23 @@ async function create(base: string, token: string, bucketId: number, size: numbe
   });
   if (created.status !== 201) throw new Error(`creation: ${created.status} ${created.body}`);
   return created.headers.location!.split('/').pop()!;
+}
+
+/** The file's row: its storage key and the ETag its download answers with. */
+async function storedFile(instance: Instance, fileKey: unknown): Promise<{ storageKey: string; etag: string | null }> {
+  const row = await instance.service.app.db.selectFrom('files').select('storage_key').where('file_key', '=', Number(fileKey)).executeTakeFirstOrThrow();
+  const etag = (await fetch(`${instance.base}/Download/FromKey/${fileKey}`, { method: 'HEAD' })).headers.get('etag');
+  return { storageKey: row.storage_key, etag };
+}
+
+/** Completes what `bytes` holds for `id` and reads the object back; the object is removed afterwards. */
+async function finishAndRead(bytes: S3ResumableBytes, store: S3Store, id: string): Promise<Buffer> {
+  const write = await bytes.finish(id, { maxBytes: 64 * MiB });
+  await write.commit();
+  const chunks: Buffer[] = [];
+  for await (const chunk of (await store.open(write.key)).stream) chunks.push(chunk as Buffer);
+  await store.remove([write.key]);
+  return Buffer.concat(chunks);
 }
 
 async function download(url: string): Promise<Buffer> {
@@ -80,7 +101,7 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
       offset = Number((await tusRequest(onB, 'HEAD', {})).headers['upload-offset']);
     }
     t.ok(offset > 5 * MiB && offset <= 8 * MiB, `HEAD on the other instance reports the bytes that arrived before the drop (${offset})`);
-    t.same((await resumableLeftovers(bucket)).uploads, [`resumable/${id}`], 'the acknowledged bytes are a multipart upload in the bucket');
+    t.same((await resumableLeftovers(bucket)).uploads, [objectKeyOf(id)], 'the acknowledged bytes are a multipart upload at the object key the file will have');
 
     // The rest in one PATCH of more than a part, on the instance that never saw the upload's bytes.
     const last = await tusRequest(onB, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': offset }, content.subarray(offset));
@@ -88,7 +109,36 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.equal(last.headers['upload-offset'], String(content.length));
     const fileKey = last.headers['upload-file-key'];
     t.equal(sha256(await download(`${a.base}/Download/FromKey/${fileKey}`)), sha256(content), 'byte-identical through the download route');
-    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'nothing of the upload is left under resumable/');
+    t.same(await storedFile(a, fileKey), { storageKey: id, etag: `"${sha256(content)}"` }, 'the multipart upload became the file in place; hashed from the store, as no instance saw every byte');
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'no multipart upload and nothing under resumable/ is left');
+  });
+
+  t.test('on one instance: completed in place with the sha256 carried from PATCH to PATCH; a name taken meanwhile gets 409 and leaves nothing', async (t) => {
+    const { a, bucket, token, bucketId } = await twoInstances(t);
+    const content = randomBytes(12 * MiB + 3);
+    const id = await create(a.base, token, bucketId, content.length, 'one.bin');
+    const rival = await create(a.base, token, bucketId, content.length, 'one.bin');
+    // PATCHes that do not fall on part boundaries: a tail is kept, then carried into the next part.
+    for (const [from, to] of [[0, 4 * MiB], [4 * MiB, 9 * MiB + 1], [9 * MiB + 1, content.length]] as const) {
+      for (const upload of [id, rival]) {
+        const answer = await tusRequest(`${a.base}/API/ResumableUpload/${upload}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': from }, content.subarray(from, to));
+        if (upload === rival && to === content.length) {
+          t.equal(answer.status, 409, 'the name was taken by the first upload meanwhile');
+          t.same(JSON.parse(answer.body), { Code: -1, Message: 'There already exists a file with that name.' });
+        } else {
+          t.equal(answer.status, 204, answer.body);
+        }
+        if (upload === id && to === content.length) {
+          t.same(await storedFile(a, answer.headers['upload-file-key']), { storageKey: id, etag: `"${sha256(content)}"` }, 'the multipart upload became the file in place');
+          t.equal(sha256(await download(`${a.base}/Download/FromKey/${answer.headers['upload-file-key']}`)), sha256(content), 'byte-identical');
+        }
+      }
+    }
+    const client = createS3Client(s3TestConfig(bucket));
+    t.teardown(() => client.destroy());
+    const objects = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    t.same((objects.Contents ?? []).map((object) => object.Key), [objectKeyOf(id)], 'one object, the file; nothing of the refused upload');
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'no multipart upload left');
   });
 
   t.test('an upload smaller than one part goes up in chunks over both instances', async (t) => {
@@ -102,7 +152,9 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
       t.equal(answer.status, 204, answer.body);
       offset = end;
       if (end === content.length) {
-        t.equal(sha256(await download(`${b.base}/Download/FromKey/${answer.headers['upload-file-key']}`)), sha256(content), 'byte-identical');
+        const fileKey = answer.headers['upload-file-key'];
+        t.equal(sha256(await download(`${b.base}/Download/FromKey/${fileKey}`)), sha256(content), 'byte-identical');
+        t.same(await storedFile(b, fileKey), { storageKey: id, etag: `"${sha256(content)}"` }, 'stored under the upload’s key with the sha256 of its bytes');
       }
     }
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'nothing left under resumable/');
@@ -121,7 +173,7 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.equal((await resumableLeftovers(bucket)).uploads.length, 2, 'a multipart upload each');
 
     t.equal((await tusRequest(`${b.base}/API/ResumableUpload/${ids[0]}`, 'DELETE', {})).status, 204);
-    t.same((await resumableLeftovers(bucket)).uploads, [`resumable/${ids[1]}`], 'the terminated one is aborted');
+    t.same((await resumableLeftovers(bucket)).uploads, [objectKeyOf(ids[1]!)], 'the terminated one is aborted');
 
     await a.service.app.db.updateTable('resumable_uploads').set({ expires_at: new Date(Date.now() - 1000) }).execute();
     t.equal(await sweepExpiredResumables(a.service.app.resumable), 1);
@@ -134,7 +186,8 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.ok(service, 'the service created the bucket');
     const client = createS3Client(s3TestConfig(bucket));
     t.teardown(() => client.destroy());
-    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB, store: createS3Store(s3TestConfig(bucket), 'test') });
+    const store = createS3Store(s3TestConfig(bucket), 'test');
+    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB, store });
     const id = randomBytes(16).toString('hex');
     const content = randomBytes(12 * MiB);
     await bytes.create(id);
@@ -142,9 +195,7 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     // The state still says 0: the client sends everything again from there.
     t.equal(await bytes.append(id, 0, Readable.from([content.subarray(0, 9 * MiB)])), 9 * MiB);
     t.equal(await bytes.append(id, 9 * MiB, Readable.from([content.subarray(9 * MiB)])), content.length);
-    const chunks: Buffer[] = [];
-    for await (const chunk of bytes.read(id)) chunks.push(chunk as Buffer);
-    t.equal(sha256(Buffer.concat(chunks)), sha256(content), 'each byte once, in order');
+    t.equal(sha256(await finishAndRead(bytes, store, id)), sha256(content), 'each byte once, in order');
     await bytes.remove([id]);
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
 
@@ -153,24 +204,24 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     await bytes.create(small);
     t.equal(await bytes.append(small, 0, Readable.from([Buffer.alloc(2 * MiB, 1)])), 2 * MiB);
     t.equal(await bytes.append(small, MiB, Readable.from([Buffer.alloc(MiB, 2)])), 2 * MiB);
-    const read: Buffer[] = [];
-    for await (const chunk of bytes.read(small)) read.push(chunk as Buffer);
-    t.ok(Buffer.concat(read).equals(Buffer.concat([Buffer.alloc(MiB, 1), Buffer.alloc(MiB, 2)])), 'the second MiB replaced');
+    t.ok((await finishAndRead(bytes, store, small)).equals(Buffer.concat([Buffer.alloc(MiB, 1), Buffer.alloc(MiB, 2)])), 'the second MiB replaced');
     await bytes.remove([small]);
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });
 
-  t.test('the file orphan sweep leaves incomplete uploads alone; bytes without state are swept as resumable orphans', async (t) => {
+  t.test('the file orphan sweep leaves a resumable upload with state alone, and sweeps it once its state is gone', async (t) => {
     const { a, bucket, token, bucketId } = await twoInstances(t);
     const id = await create(a.base, token, bucketId, 6 * MiB + 1, 'kept.bin');
     const patched = await tusRequest(`${a.base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, randomBytes(6 * MiB));
     t.equal(patched.status, 204, patched.body);
     t.same(await sweepOrphans(a.service.app.db, a.service.app.storage, 0), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'not taken for a file’s leftovers');
     t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 0, 'an upload with state is no orphan');
-    t.same((await resumableLeftovers(bucket)).uploads, [`resumable/${id}`]);
+    t.same(await resumableLeftovers(bucket), { uploads: [objectKeyOf(id)], objects: [`resumable/${id}.tail`] });
 
     // A crash between the bytes and the row: bytes without state.
     await a.service.app.db.deleteFrom('resumable_uploads').execute();
-    t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 1, 'swept once (its multipart upload and its tail are one upload)');
+    t.same(await sweepOrphans(a.service.app.db, a.service.app.storage, 0), { incompleteWritesRemoved: 1, objectsRemoved: 0 }, 'its multipart upload is an incomplete write without an upload');
+    t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 1, 'its tail is a resumable orphan');
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });
 });

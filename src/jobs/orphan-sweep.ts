@@ -21,6 +21,16 @@ async function referencedKeys(db: Kysely<Database>, keys: readonly string[]): Pr
 }
 
 /**
+ * On S3 a resumable upload's bytes are a multipart upload begun at its final key, which is its id:
+ * it lives as long as the upload, for days if the client pauses, not as long as one request.
+ */
+async function resumableUploadKeys(db: Kysely<Database>, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await db.selectFrom('resumable_uploads').select('upload_id').where('upload_id', 'in', keys).execute();
+  return new Set(rows.map((row) => row.upload_id));
+}
+
+/**
  * Removes incomplete writes and stored objects without a row, once they are older than
  * `olderThanMs`; page by page, asking the database about one page of keys at a time.
  */
@@ -28,7 +38,9 @@ export async function sweepOrphans(db: Kysely<Database>, storage: BlobStore, old
   const cutoff = Date.now() - olderThanMs;
   const result: OrphanSweepResult = { incompleteWritesRemoved: 0, objectsRemoved: 0 };
   for await (const page of storage.listIncompleteWrites()) {
-    const stale = page.filter((write) => write.startedAt.getTime() < cutoff).map((write) => write.id);
+    const old = page.filter((write) => write.startedAt.getTime() < cutoff);
+    const resumable = await resumableUploadKeys(db, old.flatMap((write) => (write.key ? [write.key] : [])));
+    const stale = old.filter((write) => !write.key || !resumable.has(write.key)).map((write) => write.id);
     await storage.removeIncompleteWrites(stale);
     result.incompleteWritesRemoved += stale.length;
   }

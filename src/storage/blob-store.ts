@@ -77,6 +77,8 @@ export interface StoredObject {
 
 export interface IncompleteWrite {
   readonly id: string;
+  /** The storage key the write will commit to, where the store knows it (an S3 multipart upload is begun at its final key). */
+  readonly key?: string;
   readonly startedAt: Date;
   /** The instance that began it; undefined for writes of a version that did not record it. */
   readonly instanceId: string | undefined;

@@ -1,8 +1,7 @@
 import {
   AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
-  DeleteObjectsCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
@@ -12,10 +11,12 @@ import {
   type Part,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { Readable } from 'node:stream';
-import type { BlobStore, BlobWrite } from './blob-store.js';
+import type { Readable } from 'node:stream';
+import type { BlobWrite } from './blob-store.js';
 import { fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
 import type { ResumableBytes } from './resumable-bytes.js';
+import { RunningHashes } from './running-hashes.js';
+import type { S3Store } from './s3-store.js';
 
 const ID = /^[a-f0-9]{32}$/;
 /** The tail object's metadata: the length of the parts it follows, so a tail a later part absorbed is recognised as stale. */
@@ -27,8 +28,8 @@ export interface S3ResumableBytesOptions {
   prefix: string;
   /** Bytes per part (at least S3's 5 MiB minimum): what one upload holds in memory at most. */
   partSize: number;
-  /** Where finished uploads are written. */
-  store: BlobStore;
+  /** The files' store: an upload's multipart upload is begun at the object key its file will have. */
+  store: S3Store;
 }
 
 interface Stored {
@@ -41,17 +42,20 @@ interface Stored {
 }
 
 /**
- * Each incomplete upload is an S3 multipart upload under `<prefix>resumable/<id>`, plus an object
- * `<id>.tail` with the acknowledged bytes that do not fill a part yet (S3 refuses non-final parts
- * under 5 MiB). Everything is found again from the id alone (ListMultipartUploads, ListParts), so
- * any instance resumes any upload. Completion completes the multipart upload and streams the object.
+ * Each incomplete upload is an S3 multipart upload begun at the object key of the file it becomes
+ * (the storage key is the upload's id), plus an object `<prefix>resumable/<id>.tail` with the
+ * acknowledged bytes that do not fill a part yet (S3 refuses non-final parts under 5 MiB).
+ * Everything is found again from the id alone (ListMultipartUploads, ListParts), so any instance
+ * resumes any upload. Completion sends the tail as the last part and hands the multipart upload to
+ * the upload flow, which completes it: no byte is written twice.
  */
 export class S3ResumableBytes implements ResumableBytes {
   readonly #client: S3Client;
   readonly #bucket: string;
   readonly #folder: string;
   readonly #partSize: number;
-  readonly #store: BlobStore;
+  readonly #store: S3Store;
+  readonly #hashes = new RunningHashes();
 
   constructor(client: S3Client, options: S3ResumableBytesOptions) {
     this.#client = client;
@@ -69,8 +73,10 @@ export class S3ResumableBytes implements ResumableBytes {
   }
 
   async append(id: string, offset: number, source: Readable): Promise<number> {
+    const hash = this.#hashes.take(id, offset);
     const stored = await this.#stored(id);
     const foundTail = stored.tail.length;
+    const foundPartBytes = stored.partBytes;
     let skip = 0;
     if (offset < stored.partBytes) {
       // Parts went in after the last acknowledged offset (the answer or the state update was lost):
@@ -87,7 +93,10 @@ export class S3ResumableBytes implements ResumableBytes {
     let chunks: Buffer[] = [stored.tail];
     let buffered = stored.tail.length;
     let skipped = 0;
+    let received = 0;
     for await (const chunk of untilFailure(source)) {
+      hash?.update(chunk);
+      received += chunk.length;
       let bytes = chunk;
       if (skipped < skip) {
         const dropped = Math.min(skip - skipped, bytes.length);
@@ -107,84 +116,56 @@ export class S3ResumableBytes implements ResumableBytes {
     }
     if (skipped < skip) return offset + skipped;
     const tail = Buffer.concat(chunks, buffered);
-    if (tailChanged) await this.#putTail(id, stored.partBytes, tail);
-    return stored.partBytes + tail.length;
+    // No tail after new parts needs no write: the old tail's base no longer matches, so it is ignored.
+    const emptiedByParts = tail.length === 0 && (foundTail === 0 || stored.partBytes > foundPartBytes);
+    if (tailChanged && !emptiedByParts) await this.#putTail(id, stored.partBytes, tail);
+    const size = stored.partBytes + tail.length;
+    // Only when the hash saw exactly the bytes stored: a tail put by a failed call leaves it behind.
+    if (hash && size === offset + received) this.#hashes.keep(id, size, hash);
+    return size;
   }
 
-  /** The upload's bytes from the start. */
-  read(id: string): Readable {
-    return Readable.from(this.#readAll(id));
+  async finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
+    const known = this.#hashes.finish(id);
+    const stored = await this.#stored(id);
+    const size = stored.partBytes + stored.tail.length;
+    const sha256 = known?.size === size ? known.sha256 : undefined;
+    if (stored.parts.length === 0) {
+      // Smaller than one part: the tail is the whole file, put on commit like a small UploadFile's.
+      await this.#abortUploads(id);
+      return this.#store.adopt(id, stored.tail, size, limits, sha256);
+    }
+    if (stored.tail.length > 0) await this.#uploadPart(id, stored, stored.tail);
+    const parts = stored.parts.map(({ PartNumber, ETag }) => ({ PartNumber, ETag }));
+    return this.#store.adopt(id, { uploadId: stored.uploadId, parts }, size, limits, sha256);
   }
 
-  finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
-    return this.#store.write(this.read(id), limits);
-  }
-
+  /** The tail and the multipart upload; never the object at the upload's key, which is its file once completed. */
   async remove(ids: readonly string[]): Promise<void> {
+    this.#hashes.forget(ids);
     for (const id of ids) {
-      const key = this.#key(id);
-      // The tail first: a multipart upload left by a failure here is still listed, and swept.
-      const deleted = await this.#call(
-        this.#client.send(new DeleteObjectsCommand({ Bucket: this.#bucket, Delete: { Objects: [{ Key: `${key}.tail` }, { Key: key }], Quiet: true } })),
-      );
-      const failed = (deleted.Errors ?? []).filter((error) => error.Code !== 'NoSuchKey');
-      if (failed.length > 0) throw new StorageError('unavailable', `s3: resumable upload not deleted (${failed[0]!.Code})`);
-      for (const uploadId of await this.#uploadIds(id)) {
-        await this.#call(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: key, UploadId: uploadId }))).catch(
-          (error: unknown) => {
-            if (!isStorageError(error, 'not-found')) throw error;
-          },
-        );
-      }
+      await this.#call(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
+        if (!isStorageError(error, 'not-found')) throw error;
+      });
+      await this.#abortUploads(id);
     }
   }
 
-  /** Multipart uploads (dated by their start) and objects (tails, completed uploads) under resumable/. */
+  /**
+   * The tails under resumable/. A multipart upload left without state is the file orphan sweep's
+   * to abort, with every other incomplete write of the bucket.
+   */
   async *list(): AsyncIterable<ReadonlyArray<{ id: string; modifiedAt: Date }>> {
-    let KeyMarker: string | undefined;
-    let UploadIdMarker: string | undefined;
-    do {
-      const answer = await this.#call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: this.#folder, KeyMarker, UploadIdMarker })));
-      const page = (answer.Uploads ?? []).flatMap((upload) => {
-        const id = this.#idOf(upload.Key);
-        return id && upload.Initiated ? [{ id, modifiedAt: upload.Initiated }] : [];
-      });
-      if (page.length > 0) yield page;
-      const more = answer.IsTruncated === true;
-      KeyMarker = more ? answer.NextKeyMarker : undefined;
-      UploadIdMarker = more ? answer.NextUploadIdMarker : undefined;
-    } while (KeyMarker);
     let ContinuationToken: string | undefined;
     do {
       const answer = await this.#call(this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#folder, ContinuationToken })));
       const page = (answer.Contents ?? []).flatMap((object) => {
-        const id = this.#idOf(object.Key?.replace(/\.tail$/, ''));
+        const id = this.#idOf(object.Key);
         return id && object.LastModified ? [{ id, modifiedAt: object.LastModified }] : [];
       });
       if (page.length > 0) yield page;
       ContinuationToken = answer.IsTruncated ? answer.NextContinuationToken : undefined;
     } while (ContinuationToken);
-  }
-
-  async *#readAll(id: string): AsyncGenerator<Buffer> {
-    const stored = await this.#stored(id);
-    const Key = this.#key(id);
-    if (stored.parts.length === 0) {
-      // Smaller than one part: the tail is the whole upload.
-      if (stored.tail.length > 0) yield stored.tail;
-      return;
-    }
-    if (stored.tail.length > 0) await this.#uploadPart(id, stored, stored.tail);
-    await this.#call(this.#client.send(
-      new CompleteMultipartUploadCommand({
-        Bucket: this.#bucket,
-        Key,
-        UploadId: stored.uploadId,
-        MultipartUpload: { Parts: stored.parts.map(({ PartNumber, ETag }) => ({ PartNumber, ETag })) },
-      }),
-    ));
-    const object = await this.#call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key })));
-    yield* object.Body as Readable;
   }
 
   /** The upload as the store holds it; a tail whose base is not the parts' length is stale (a part absorbed it). */
@@ -202,7 +183,7 @@ export class S3ResumableBytes implements ResumableBytes {
     const partBytes = parts.reduce((sum, part) => sum + (part.Size ?? 0), 0);
     let tail = Buffer.alloc(0);
     try {
-      const object = await this.#call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: `${this.#key(id)}.tail` })));
+      const object = await this.#call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) })));
       const bytes = Buffer.from(await object.Body!.transformToByteArray());
       if (Number(object.Metadata?.[TAIL_BASE]) === partBytes) tail = bytes;
     } catch (error) {
@@ -222,7 +203,7 @@ export class S3ResumableBytes implements ResumableBytes {
 
   async #putTail(id: string, base: number, tail: Buffer): Promise<void> {
     await this.#call(this.#client.send(
-      new PutObjectCommand({ Bucket: this.#bucket, Key: `${this.#key(id)}.tail`, Body: tail, ContentLength: tail.length, Metadata: { [TAIL_BASE]: String(base) } }),
+      new PutObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id), Body: tail, ContentLength: tail.length, Metadata: { [TAIL_BASE]: String(base) } }),
     ));
   }
 
@@ -230,6 +211,14 @@ export class S3ResumableBytes implements ResumableBytes {
     const Key = this.#key(id);
     const answer = await this.#call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
     return (answer.Uploads ?? []).filter((upload) => upload.Key === Key && upload.UploadId).map((upload) => upload.UploadId!);
+  }
+
+  async #abortUploads(id: string): Promise<void> {
+    for (const UploadId of await this.#uploadIds(id)) {
+      await this.#call(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId }))).catch((error: unknown) => {
+        if (!isStorageError(error, 'not-found')) throw error;
+      });
+    }
   }
 
   /** One call to the store; its failures as StorageErrors (a missing key or upload as 'not-found'). */
@@ -242,14 +231,20 @@ export class S3ResumableBytes implements ResumableBytes {
     }
   }
 
+  /** The multipart upload's key: the object key of the file it becomes. */
   #key(id: string): string {
     if (!ID.test(id)) throw new Error(`Not a resumable upload id: ${JSON.stringify(id)}`);
-    return `${this.#folder}${id}`;
+    return this.#store.objectKey(id);
   }
 
-  #idOf(objectKey: string | undefined): string | undefined {
-    const id = objectKey?.startsWith(this.#folder) ? objectKey.slice(this.#folder.length) : undefined;
-    return id && ID.test(id) ? id : undefined;
+  #tailKey(id: string): string {
+    if (!ID.test(id)) throw new Error(`Not a resumable upload id: ${JSON.stringify(id)}`);
+    return `${this.#folder}${id}.tail`;
+  }
+
+  #idOf(tailKey: string | undefined): string | undefined {
+    const name = tailKey?.startsWith(this.#folder) && tailKey.endsWith('.tail') ? tailKey.slice(this.#folder.length, -'.tail'.length) : undefined;
+    return name && ID.test(name) ? name : undefined;
   }
 }
 

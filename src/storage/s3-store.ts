@@ -8,12 +8,14 @@ import {
   ListObjectsV2Command,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
 import { describeS3Error, fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
 import { meter } from './meter.js';
 import { S3UploadClaims } from './s3-upload-claims.js';
-import { PartUpload, S3Write } from './s3-write.js';
+import { PartUpload, S3Write, type Pending } from './s3-write.js';
 
 /** DeleteObjects takes at most this many keys per call. */
 const DELETE_BATCH = 1000;
@@ -97,7 +99,7 @@ export class S3Store implements BlobStore {
 
   async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
     const key = newStorageKey();
-    const upload = new PartUpload(this.#client, this.#bucket, key, this.#objectKey(key), this.#concurrency, this.#claims);
+    const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims);
     const metered = meter(source, maxBytes);
     let chunks: Buffer[] = [];
     let buffered = 0;
@@ -112,10 +114,10 @@ export class S3Store implements BlobStore {
         buffered = 0;
         await upload.send(part);
       }
-      if (!upload.started) return new S3Write(this.#client, this.#bucket, key, this.#objectKey(key), metered.size, metered.sha256(), Buffer.concat(chunks, buffered), this.#claims);
+      if (!upload.started) return new S3Write(this.#client, this.#bucket, key, this.objectKey(key), metered.size, metered.sha256(), Buffer.concat(chunks, buffered), this.#claims);
       if (buffered > 0) await upload.send(Buffer.concat(chunks, buffered));
       const parts = await upload.finish();
-      return new S3Write(this.#client, this.#bucket, key, this.#objectKey(key), metered.size, metered.sha256(), { uploadId: upload.uploadId!, parts }, this.#claims);
+      return new S3Write(this.#client, this.#bucket, key, this.objectKey(key), metered.size, metered.sha256(), { uploadId: upload.uploadId!, parts }, this.#claims);
     } catch (error) {
       await upload.abort();
       // The source's own error, or 'too-large' from the meter, as is; a failure of the store as a StorageError.
@@ -123,8 +125,34 @@ export class S3Store implements BlobStore {
     }
   }
 
+  /**
+   * A write of `key` begun outside write() (a resumable upload: a multipart upload at the object's
+   * final key, or its bytes in memory when they are fewer than a part), to commit like any other.
+   * Without its sha256 the object is completed now and read back to hash it: read, never written again.
+   */
+  async adopt(key: string, bytes: Exclude<Pending, 'stored'>, size: number, { maxBytes }: { maxBytes: number }, sha256?: string): Promise<BlobWrite> {
+    const write = (pending: Pending, digest: string) => new S3Write(this.#client, this.#bucket, key, this.objectKey(key), size, digest, pending, undefined);
+    if (size > maxBytes) {
+      await write(bytes, '').abort();
+      throw new StorageError('too-large', `more than ${maxBytes} bytes`);
+    }
+    if (Buffer.isBuffer(bytes)) sha256 ??= createHash('sha256').update(bytes).digest('hex');
+    if (sha256 !== undefined) return write(bytes, sha256);
+    const unhashed = write(bytes, '');
+    try {
+      await unhashed.commit();
+      const metered = meter((await this.open(key)).stream, maxBytes);
+      await finished(metered.resume());
+      if (metered.size !== size) throw new StorageError('unavailable', `s3: the completed object has ${metered.size} bytes, not ${size}`);
+      return write('stored', metered.sha256());
+    } catch (error) {
+      await unhashed.abort();
+      throw isStorageError(error) ? error : fromS3Error(error);
+    }
+  }
+
   async open(key: string, range?: ByteRange): Promise<BlobRead> {
-    const Key = this.#objectKey(key);
+    const Key = this.objectKey(key);
     try {
       const object = await this.#client.send(
         new GetObjectCommand({ Bucket: this.#bucket, Key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
@@ -139,7 +167,7 @@ export class S3Store implements BlobStore {
   }
 
   async remove(keys: readonly string[]): Promise<void> {
-    const objectKeys = keys.map((key) => this.#objectKey(key));
+    const objectKeys = keys.map((key) => this.objectKey(key));
     for (let i = 0; i < objectKeys.length; i += DELETE_BATCH) {
       const batch = objectKeys.slice(i, i + DELETE_BATCH);
       let answer;
@@ -190,7 +218,7 @@ export class S3Store implements BlobStore {
       const page = (answer.Uploads ?? []).flatMap((upload) => {
         const key = this.#storageKeyOf(upload.Key);
         // The id carries both halves S3 needs to abort it: the key and the upload's own id.
-        return key && upload.UploadId && upload.Initiated ? [{ id: `${key}/${upload.UploadId}`, startedAt: upload.Initiated, instanceId: undefined }] : [];
+        return key && upload.UploadId && upload.Initiated ? [{ id: `${key}/${upload.UploadId}`, key, startedAt: upload.Initiated, instanceId: undefined }] : [];
       });
       if (page.length > 0) yield page;
       const more = answer.IsTruncated === true;
@@ -202,7 +230,7 @@ export class S3Store implements BlobStore {
   async removeIncompleteWrites(ids: readonly string[]): Promise<void> {
     const uploads = ids.map((id) => {
       const slash = id.indexOf('/');
-      return { Key: this.#objectKey(id.slice(0, slash)), UploadId: id.slice(slash + 1) };
+      return { Key: this.objectKey(id.slice(0, slash)), UploadId: id.slice(slash + 1) };
     });
     for (let i = 0; i < uploads.length; i += PARALLEL_ABORTS) {
       await Promise.all(
@@ -218,14 +246,15 @@ export class S3Store implements BlobStore {
   }
 
   removeIncompleteWritesOf(instanceId: string): Promise<void> {
-    return this.#claims.abortAllOf(instanceId, (key) => this.#objectKey(key));
+    return this.#claims.abortAllOf(instanceId, (key) => this.objectKey(key));
   }
 
   abortWritesInProgress(): Promise<void> {
     return this.#claims.abortOpen();
   }
 
-  #objectKey(key: string): string {
+  /** Where `key` lives in the bucket. */
+  objectKey(key: string): string {
     if (!isStorageKey(key)) throw new Error(`Not a storage key: ${JSON.stringify(key)}`);
     return `${this.#prefix}${key.slice(0, 2)}/${key}`;
   }

@@ -77,7 +77,11 @@ export class PartUpload {
   }
 }
 
-type Pending = Buffer | { uploadId: string; parts: CompletedPart[] };
+/**
+ * What commit() still has to do: put a body kept in memory, complete a multipart upload, or nothing
+ * ('stored': the object is already under its key, complete but without a row, so no reader finds it).
+ */
+export type Pending = Buffer | { uploadId: string; parts: CompletedPart[] } | 'stored';
 
 export class S3Write implements BlobWrite {
   #state: 'written' | 'committing' | 'aborted' = 'written';
@@ -92,7 +96,8 @@ export class S3Write implements BlobWrite {
     readonly size: number,
     readonly sha256: string,
     pending: Pending,
-    private readonly claims: S3UploadClaims,
+    /** Where the multipart upload was claimed; undefined for one that lives longer than an instance (a resumable upload's). */
+    private readonly claims: S3UploadClaims | undefined,
   ) {
     this.#pending = pending;
   }
@@ -101,6 +106,10 @@ export class S3Write implements BlobWrite {
     if (this.#state !== 'written') return Promise.reject(new Error(`This write is already ${this.#state}.`));
     this.#state = 'committing';
     const pending = this.#pending!;
+    if (pending === 'stored') {
+      this.#commit = Promise.resolve();
+      return this.#commit;
+    }
     this.#pending = undefined;
     const Bucket = this.bucket;
     const Key = this.objectKey;
@@ -108,7 +117,7 @@ export class S3Write implements BlobWrite {
       ? new PutObjectCommand({ Bucket, Key, Body: pending, ContentLength: pending.length })
       : new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: pending.uploadId, MultipartUpload: { Parts: pending.parts } });
     this.#commit = this.client.send(request as never).then(
-      () => (Buffer.isBuffer(pending) ? undefined : this.claims.release(this.key, pending.uploadId)),
+      () => (Buffer.isBuffer(pending) ? undefined : this.claims?.release(this.key, pending.uploadId)),
       (error: unknown) => {
         throw fromS3Error(error);
       },
@@ -122,12 +131,12 @@ export class S3Write implements BlobWrite {
     this.#pending = undefined;
     try {
       await this.#commit?.catch(() => {});
-      if (pending && !Buffer.isBuffer(pending)) {
+      if (pending && pending !== 'stored' && !Buffer.isBuffer(pending)) {
         await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.objectKey, UploadId: pending.uploadId }));
-        await this.claims.release(this.key, pending.uploadId);
+        await this.claims?.release(this.key, pending.uploadId);
       }
       // A commit that was sent may have made the object even if its answer was lost.
-      if (this.#commit) await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey }));
+      if (this.#commit || pending === 'stored') await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey }));
     } catch {
       // Whatever is left has no row: the orphan sweep removes it.
     }
