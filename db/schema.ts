@@ -73,6 +73,8 @@ export interface ResumableUploadsTable {
   expires_at: Date;
   lock_token: string | null;
   locked_until: Date | null;
+  /** Set once the upload is being turned into a file: the row only shields its bytes from the sweeps. */
+  completing_since: Generated<Date | null>;
 }
 
 /** A running instance's claim: its temporary writes are its own while its heartbeat is fresh. */

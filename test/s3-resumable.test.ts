@@ -141,6 +141,36 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'no multipart upload left');
   });
 
+  t.test('while an upload becomes a file, the orphan sweeps leave its bytes alone however old they are', async (t) => {
+    const { a, b, bucket, token, bucketId } = await twoInstances(t);
+    const content = randomBytes(40 * MiB + 7);
+    const id = await create(a.base, token, bucketId, content.length, 'swept.bin');
+    const first = await tusRequest(`${a.base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, content.subarray(0, 6 * MiB));
+    t.equal(first.status, 204, first.body);
+    // The rest on the other instance, which has no running hash: it completes, reads back and hashes, then commits.
+    let settled = false;
+    const last = tusRequest(`${b.base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 6 * MiB }, content.subarray(6 * MiB)).finally(
+      () => (settled = true),
+    );
+    // Sweeps that judge everything old, one after another on the other instance, until the PATCH is answered.
+    let sweeps = 0;
+    const removed = { incompleteWritesRemoved: 0, objectsRemoved: 0 };
+    while (!settled) {
+      const result = await sweepOrphans(a.service.app.db, a.service.app.storage, -60_000);
+      removed.incompleteWritesRemoved += result.incompleteWritesRemoved;
+      removed.objectsRemoved += result.objectsRemoved;
+      t.equal(await sweepOrphanResumables(a.service.app.resumable, -60_000), 0);
+      sweeps++;
+    }
+    const answer = await last;
+    t.equal(answer.status, 204, answer.body);
+    t.ok(sweeps > 1, `${sweeps} sweeps ran while the last PATCH was answered`);
+    t.same(removed, { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'none removed anything');
+    t.equal(sha256(await download(`${a.base}/Download/FromKey/${answer.headers['upload-file-key']}`)), sha256(content), 'byte-identical');
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
+    t.equal(await a.service.app.db.selectFrom('resumable_uploads').select('upload_id').executeTakeFirst(), undefined, 'the upload’s state is gone once it is a file');
+  });
+
   t.test('an upload smaller than one part goes up in chunks over both instances', async (t) => {
     const { a, b, bucket, token, bucketId } = await twoInstances(t);
     const content = randomBytes(3 * MiB + 17);

@@ -47,8 +47,9 @@ export async function sweepOrphans(db: Kysely<Database>, storage: BlobStore, old
   for await (const page of storage.listObjects()) {
     const old = page.filter((object) => object.modifiedAt.getTime() < cutoff).map((object) => object.key);
     if (old.length === 0) continue;
-    const referenced = await referencedKeys(db, old);
-    const orphans = old.filter((key) => !referenced.has(key));
+    // A resumable upload completed on S3 is dated by its start, and has its file row only once it is hashed.
+    const [referenced, resumable] = await Promise.all([referencedKeys(db, old), resumableUploadKeys(db, old)]);
+    const orphans = old.filter((key) => !referenced.has(key) && !resumable.has(key));
     await storage.remove(orphans);
     result.objectsRemoved += orphans.length;
   }

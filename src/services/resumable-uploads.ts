@@ -50,9 +50,9 @@ export async function createResumable(ctx: ResumableContext, uploadId: string, t
     .executeTakeFirstOrThrow();
 }
 
-/** The upload, expired or not; undefined once it is gone. */
+/** The upload, expired or not; undefined once it is gone, or being turned into a file. */
 export async function findResumable(db: Kysely<Database>, uploadId: string): Promise<ResumableUploadRow | undefined> {
-  return db.selectFrom('resumable_uploads').selectAll().where('upload_id', '=', uploadId).executeTakeFirst();
+  return db.selectFrom('resumable_uploads').selectAll().where('upload_id', '=', uploadId).where('completing_since', 'is', null).executeTakeFirst();
 }
 
 /**
@@ -82,10 +82,14 @@ export async function removeResumable(ctx: ResumableContext, uploadIds: readonly
  * and the upload's own state and bytes go. A refusal (the name was taken meanwhile) removes them too.
  */
 export async function completeResumable(ctx: ResumableContext, uploadId: string): Promise<StoredFile | undefined> {
-  // Claimed by deleting its state: of two requests that both reached the end, one completes it.
+  // Claimed by marking its state: of two requests that both reached the end, one completes it. The
+  // row stays until the end: an incomplete multipart upload (or an object without a file row) that
+  // is older than an hour would otherwise be the orphan sweeps' to remove while it is completed.
   const row = await ctx.db
-    .deleteFrom('resumable_uploads')
+    .updateTable('resumable_uploads')
+    .set({ completing_since: sql<Date>`now()` })
     .where('upload_id', '=', uploadId)
+    .where('completing_since', 'is', null)
     .whereRef('offset_bytes', '=', 'size_bytes')
     .returningAll()
     .executeTakeFirst();
@@ -95,7 +99,13 @@ export async function completeResumable(ctx: ResumableContext, uploadId: string)
     const written = await ctx.resumable.finish(row.upload_id, { maxBytes: row.size_bytes });
     return await commitUpload(ctx, written, { ...bucket, fileName: row.file_name, aliveDays: row.alive_days });
   } finally {
+    // Bytes first, then the state; a row left by a failure here expires, and the sweep removes it.
     await ctx.resumable.remove([row.upload_id]).catch((error: unknown) => ctx.log.error({ err: error }, 'resumable upload bytes were not removed'));
+    await ctx.db
+      .deleteFrom('resumable_uploads')
+      .where('upload_id', '=', row.upload_id)
+      .execute()
+      .catch((error: unknown) => ctx.log.error({ err: error }, 'resumable upload state was not removed'));
   }
 }
 
