@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, UploadPartCommand } from '@aws-sdk/client-s3';
 import t, { type Test } from 'tap';
 import { createBucket } from './helpers/buckets.js';
 import { startService, type TestService } from './helpers/service.js';
@@ -217,7 +217,7 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     const client = createS3Client(s3TestConfig(bucket));
     t.teardown(() => client.destroy());
     const store = createS3Store(s3TestConfig(bucket), 'test');
-    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB, store });
+    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB, concurrency: 2, maxUploadBytes: 64 * MiB, store });
     const id = randomBytes(16).toString('hex');
     const content = randomBytes(12 * MiB);
     await bytes.create(id);
@@ -236,6 +236,23 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.equal(await bytes.append(small, MiB, Readable.from([Buffer.alloc(MiB, 2)])), 2 * MiB);
     t.ok((await finishAndRead(bytes, store, small)).equals(Buffer.concat([Buffer.alloc(MiB, 1), Buffer.alloc(MiB, 2)])), 'the second MiB replaced');
     await bytes.remove([small]);
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
+
+    // Parts of one PATCH go in side by side: when one fails, a later one may be in already, beyond a
+    // gap (here part 3, with part 2 missing). It is not counted until the gap is filled.
+    const gap = randomBytes(16).toString('hex');
+    const long = randomBytes(18 * MiB);
+    await bytes.create(gap);
+    t.equal(await bytes.append(gap, 0, Readable.from([long.subarray(0, 6 * MiB)])), 6 * MiB, 'one part and a tail');
+    const [upload] = (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: objectKeyOf(gap) }))).Uploads ?? [];
+    await client.send(
+      new UploadPartCommand({ Bucket: bucket, Key: objectKeyOf(gap), UploadId: upload!.UploadId, PartNumber: 3, Body: long.subarray(10 * MiB, 15 * MiB), ContentLength: 5 * MiB }),
+    );
+    t.equal(await bytes.append(gap, 6 * MiB, Readable.from([long.subarray(6 * MiB, 8 * MiB)])), 8 * MiB, 'the part beyond the gap is not counted');
+    t.equal(await bytes.append(gap, 8 * MiB, Readable.from([long.subarray(8 * MiB, 12 * MiB)])), 12 * MiB, 'part 2 fills the gap; the tail is what this PATCH brought past it');
+    t.equal(await bytes.append(gap, 12 * MiB, Readable.from([long.subarray(12 * MiB)])), long.length, 'bytes already in part 3 are skipped');
+    t.equal(sha256(await finishAndRead(bytes, store, gap)), sha256(long), 'each byte once, in order');
+    await bytes.remove([gap]);
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });
 

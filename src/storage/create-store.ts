@@ -16,7 +16,14 @@ export async function createStorage(config: Config): Promise<Storage> {
   if (config.s3) {
     const [{ createS3Client, createS3Store }, { S3ResumableBytes }] = await Promise.all([import('./s3-client.js'), import('./s3-resumable-bytes.js')]);
     const blobs = createS3Store(config.s3, config.instanceId);
-    const resumable = new S3ResumableBytes(createS3Client(config.s3), { bucket: config.s3.bucket, prefix: config.s3.prefix, partSize: config.s3.partSizeBytes, store: blobs });
+    const resumable = new S3ResumableBytes(createS3Client(config.s3), {
+      bucket: config.s3.bucket,
+      prefix: config.s3.prefix,
+      partSize: config.s3.partSizeBytes,
+      concurrency: config.s3.uploadConcurrency,
+      maxUploadBytes: config.maxUploadBytes,
+      store: blobs,
+    });
     return { blobs, resumable };
   }
   const blobs = new DiskStore(config.storageDir, { minFreeBytes: config.minFreeDiskBytes, instanceId: config.instanceId });

@@ -21,13 +21,21 @@ import type { S3Store } from './s3-store.js';
 const ID = /^[a-f0-9]{32}$/;
 /** The tail object's metadata: the length of the parts it follows, so a tail a later part absorbed is recognised as stale. */
 const TAIL_BASE = 'base';
+const MiB = 1024 * 1024;
+/** S3 refuses smaller parts but the last. */
+const MIN_PART_BYTES = 5 * MiB;
+const MAX_PARTS = 10_000;
 
 export interface S3ResumableBytesOptions {
   bucket: string;
   /** The deployment's S3_PREFIX; uploads live under `<prefix>resumable/`. */
   prefix: string;
-  /** Bytes per part (at least S3's 5 MiB minimum): what one upload holds in memory at most. */
+  /** S3_PART_SIZE_BYTES: an upload's non-final parts are half of it (see #cut). */
   partSize: number;
+  /** Parts of one PATCH in flight at once (S3_UPLOAD_CONCURRENCY). */
+  concurrency: number;
+  /** MAX_UPLOAD_BYTES: no upload may need more than S3's 10,000 parts. */
+  maxUploadBytes: number;
   /** The files' store: an upload's multipart upload is begun at the object key its file will have. */
   store: S3Store;
 }
@@ -53,7 +61,8 @@ export class S3ResumableBytes implements ResumableBytes {
   readonly #client: S3Client;
   readonly #bucket: string;
   readonly #folder: string;
-  readonly #partSize: number;
+  readonly #cut: number;
+  readonly #concurrency: number;
   readonly #store: S3Store;
   readonly #hashes = new RunningHashes();
 
@@ -61,7 +70,10 @@ export class S3ResumableBytes implements ResumableBytes {
     this.#client = client;
     this.#bucket = options.bucket;
     this.#folder = `${options.prefix}resumable/`;
-    this.#partSize = options.partSize;
+    // Half a part size, so that a PATCH of one part size goes to the store as two parts, the first
+    // while the second is still arriving; never so small that an upload would need too many parts.
+    this.#cut = Math.max(MIN_PART_BYTES, Math.floor(options.partSize / 2), Math.ceil(options.maxUploadBytes / (MAX_PARTS - 1)));
+    this.#concurrency = options.concurrency;
     this.#store = options.store;
   }
 
@@ -69,7 +81,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async prepare(): Promise<void> {}
 
   async create(id: string): Promise<void> {
-    await this.#call(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
+    await call(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
   }
 
   async append(id: string, offset: number, source: Readable): Promise<number> {
@@ -94,7 +106,10 @@ export class S3ResumableBytes implements ResumableBytes {
     let buffered = stored.tail.length;
     let skipped = 0;
     let received = 0;
-    for await (const chunk of untilFailure(source)) {
+    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency);
+    // An upload keeps the part size it began with, whatever S3_PART_SIZE_BYTES says now.
+    const cut = stored.parts[0]?.Size ?? this.#cut;
+    receiving: for await (const chunk of untilFailure(source)) {
       hash?.update(chunk);
       received += chunk.length;
       let bytes = chunk;
@@ -107,13 +122,15 @@ export class S3ResumableBytes implements ResumableBytes {
       chunks.push(bytes);
       buffered += bytes.length;
       tailChanged = true;
-      while (buffered >= this.#partSize) {
+      while (buffered >= cut) {
         const all = Buffer.concat(chunks, buffered);
-        await this.#uploadPart(id, stored, all.subarray(0, this.#partSize));
-        chunks = [all.subarray(this.#partSize)];
+        // Reading stops while every slot is busy: the request is held back, not buffered.
+        if (!(await parts.send(all.subarray(0, cut)))) break receiving;
+        chunks = [all.subarray(cut)];
         buffered = chunks[0]!.length;
       }
     }
+    await parts.finish();
     if (skipped < skip) return offset + skipped;
     const tail = Buffer.concat(chunks, buffered);
     // No tail after new parts needs no write: the old tail's base no longer matches, so it is ignored.
@@ -144,7 +161,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async remove(ids: readonly string[]): Promise<void> {
     this.#hashes.forget(ids);
     for (const id of ids) {
-      await this.#call(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
+      await call(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
       await this.#abortUploads(id);
@@ -158,7 +175,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async *list(): AsyncIterable<ReadonlyArray<{ id: string; modifiedAt: Date }>> {
     let ContinuationToken: string | undefined;
     do {
-      const answer = await this.#call(this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#folder, ContinuationToken })));
+      const answer = await call(this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#folder, ContinuationToken })));
       const page = (answer.Contents ?? []).flatMap((object) => {
         const id = this.#idOf(object.Key);
         return id && object.LastModified ? [{ id, modifiedAt: object.LastModified }] : [];
@@ -170,64 +187,68 @@ export class S3ResumableBytes implements ResumableBytes {
 
   /** The upload as the store holds it; a tail whose base is not the parts' length is stale (a part absorbed it). */
   async #stored(id: string): Promise<Stored> {
+    const [listed, tailObject] = await Promise.all([this.#listParts(id), this.#getTail(id)]);
+    // Parts count from the first up to a gap. Every part but the last has the size of the first, so a
+    // part that went in while an earlier one of its PATCH failed holds the bytes of its own place: it
+    // counts once the gap is filled (or is sent again over itself).
+    const parts: Part[] = [];
+    for (const part of listed) {
+      if (part.PartNumber !== parts.length + 1) break;
+      parts.push(part);
+    }
+    const partBytes = parts.reduce((sum, part) => sum + (part.Size ?? 0), 0);
+    const tail = tailObject && tailObject.base === partBytes ? tailObject.bytes : Buffer.alloc(0);
+    return { uploadId: listed.uploadId, parts, partBytes, tail };
+  }
+
+  async #listParts(id: string): Promise<Part[] & { uploadId: string }> {
     const [uploadId] = await this.#uploadIds(id);
     if (!uploadId) throw new StorageError('not-found', 's3: no such resumable upload');
     const parts: Part[] = [];
     let PartNumberMarker: string | undefined;
     do {
-      const answer = await this.#call(this.#client.send(new ListPartsCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: uploadId, PartNumberMarker })));
+      const answer = await call(this.#client.send(new ListPartsCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: uploadId, PartNumberMarker })));
       parts.push(...(answer.Parts ?? []));
       PartNumberMarker = answer.IsTruncated ? answer.NextPartNumberMarker : undefined;
     } while (PartNumberMarker);
     parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    const partBytes = parts.reduce((sum, part) => sum + (part.Size ?? 0), 0);
-    let tail = Buffer.alloc(0);
-    try {
-      const object = await this.#call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) })));
-      const bytes = Buffer.from(await object.Body!.transformToByteArray());
-      if (Number(object.Metadata?.[TAIL_BASE]) === partBytes) tail = bytes;
-    } catch (error) {
-      if (!isStorageError(error, 'not-found')) throw error;
-    }
-    return { uploadId, parts, partBytes, tail };
+    return Object.assign(parts, { uploadId });
   }
 
+  async #getTail(id: string): Promise<{ bytes: Buffer; base: number } | undefined> {
+    try {
+      const object = await call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) })));
+      return { bytes: Buffer.from(await object.Body!.transformToByteArray()), base: Number(object.Metadata?.[TAIL_BASE]) };
+    } catch (error) {
+      if (isStorageError(error, 'not-found')) return undefined;
+      throw error;
+    }
+  }
+
+  /** The last part, at completion. */
   async #uploadPart(id: string, stored: Stored, body: Buffer): Promise<void> {
-    const PartNumber = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
-    const { ETag } = await this.#call(this.#client.send(
-      new UploadPartCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: stored.uploadId, PartNumber, Body: body, ContentLength: body.length }),
-    ));
-    stored.parts.push({ PartNumber, ETag, Size: body.length });
-    stored.partBytes += body.length;
+    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, 1);
+    await parts.send(body);
+    await parts.finish();
   }
 
   async #putTail(id: string, base: number, tail: Buffer): Promise<void> {
-    await this.#call(this.#client.send(
+    await call(this.#client.send(
       new PutObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id), Body: tail, ContentLength: tail.length, Metadata: { [TAIL_BASE]: String(base) } }),
     ));
   }
 
   async #uploadIds(id: string): Promise<string[]> {
     const Key = this.#key(id);
-    const answer = await this.#call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
+    const answer = await call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
     return (answer.Uploads ?? []).filter((upload) => upload.Key === Key && upload.UploadId).map((upload) => upload.UploadId!);
   }
 
   async #abortUploads(id: string): Promise<void> {
     for (const UploadId of await this.#uploadIds(id)) {
-      await this.#call(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId }))).catch((error: unknown) => {
+      await call(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
-    }
-  }
-
-  /** One call to the store; its failures as StorageErrors (a missing key or upload as 'not-found'). */
-  async #call<T>(request: Promise<T>): Promise<T> {
-    try {
-      return await request;
-    } catch (error) {
-      if ((error as Error).name === 'NoSuchUpload' || httpStatus(error) === 404) throw new StorageError('not-found', 's3: not found', { cause: error });
-      throw fromS3Error(error);
     }
   }
 
@@ -254,5 +275,61 @@ async function* untilFailure(source: Readable): AsyncGenerator<Buffer> {
     for await (const chunk of source) yield chunk as Buffer;
   } catch {
     // The client went away; what arrived is kept.
+  }
+}
+
+/** One call to the store; its failures as StorageErrors (a missing key or upload as 'not-found'). */
+async function call<T>(request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (error) {
+    if ((error as Error).name === 'NoSuchUpload' || httpStatus(error) === 404) throw new StorageError('not-found', 's3: not found', { cause: error });
+    throw fromS3Error(error);
+  }
+}
+
+/**
+ * The parts one append sends, numbered after the stored ones, at most `concurrency` in flight (each
+ * holds its bytes until answered). `stored` learns of them only once every one is in, in order.
+ */
+class PartsInFlight {
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #sent: Part[] = [];
+  #next: number;
+  #failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly key: string,
+    private readonly stored: Stored,
+    private readonly concurrency: number,
+  ) {
+    this.#next = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
+  }
+
+  /** Starts sending `body` as the next part; resolves when there is room for another, false once one has failed. */
+  async send(body: Buffer): Promise<boolean> {
+    const PartNumber = this.#next++;
+    const sending = call(
+      this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.stored.uploadId, PartNumber, Body: body, ContentLength: body.length })),
+    )
+      .then(({ ETag }) => void this.#sent.push({ PartNumber, ETag, Size: body.length }))
+      .catch((error: unknown) => void (this.#failure ??= { error }))
+      .finally(() => this.#inFlight.delete(sending));
+    this.#inFlight.add(sending);
+    while (this.#inFlight.size >= this.concurrency && !this.#failure) await Promise.race(this.#inFlight);
+    return !this.#failure;
+  }
+
+  /** Waits for every part, then adds them to `stored`; rejects with the first failure. */
+  async finish(): Promise<void> {
+    await Promise.all(this.#inFlight);
+    if (this.#failure) throw this.#failure.error;
+    this.#sent.sort((a, b) => a.PartNumber! - b.PartNumber!);
+    for (const part of this.#sent) {
+      this.stored.parts.push(part);
+      this.stored.partBytes += part.Size!;
+    }
   }
 }
