@@ -28,7 +28,7 @@ const MAX_PARTS = 10_000;
 
 export interface S3ResumableBytesOptions {
   bucket: string;
-  /** The deployment's S3_PREFIX; uploads live under `<prefix>resumable/`. */
+  /** The deployment's S3_PREFIX; the tails live under `<prefix>resumable/`. */
   prefix: string;
   /** S3_PART_SIZE_BYTES: an upload's non-final parts are half of it (see #cut). */
   partSize: number;
