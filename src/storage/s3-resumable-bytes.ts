@@ -7,15 +7,15 @@ import {
   ListObjectsV2Command,
   ListPartsCommand,
   PutObjectCommand,
-  UploadPartCommand,
   type Part,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { BlobWrite } from './blob-store.js';
-import { fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
+import { isStorageError, StorageError } from './errors.js';
 import type { ResumableBytes } from './resumable-bytes.js';
 import { RunningHashes } from './running-hashes.js';
+import { callS3, PartsInFlight, type Stored } from './s3-resumable-parts.js';
 import type { S3Store } from './s3-store.js';
 
 const ID = /^[a-f0-9]{32}$/;
@@ -38,15 +38,6 @@ export interface S3ResumableBytesOptions {
   maxUploadBytes: number;
   /** The files' store: an upload's multipart upload is begun at the object key its file will have. */
   store: S3Store;
-}
-
-interface Stored {
-  uploadId: string;
-  parts: Part[];
-  /** Bytes in the parts. */
-  partBytes: number;
-  /** The bytes after the parts, kept in `<id>.tail` until there are enough for a part. */
-  tail: Buffer;
 }
 
 /**
@@ -81,7 +72,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async prepare(): Promise<void> {}
 
   async create(id: string): Promise<void> {
-    await call(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
+    await callS3(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
   }
 
   async append(id: string, offset: number, source: Readable): Promise<number> {
@@ -161,7 +152,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async remove(ids: readonly string[]): Promise<void> {
     this.#hashes.forget(ids);
     for (const id of ids) {
-      await call(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
+      await callS3(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
       await this.#abortUploads(id);
@@ -175,7 +166,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async *list(): AsyncIterable<ReadonlyArray<{ id: string; modifiedAt: Date }>> {
     let ContinuationToken: string | undefined;
     do {
-      const answer = await call(this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#folder, ContinuationToken })));
+      const answer = await callS3(this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: this.#folder, ContinuationToken })));
       const page = (answer.Contents ?? []).flatMap((object) => {
         const id = this.#idOf(object.Key);
         return id && object.LastModified ? [{ id, modifiedAt: object.LastModified }] : [];
@@ -207,7 +198,7 @@ export class S3ResumableBytes implements ResumableBytes {
     const parts: Part[] = [];
     let PartNumberMarker: string | undefined;
     do {
-      const answer = await call(this.#client.send(new ListPartsCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: uploadId, PartNumberMarker })));
+      const answer = await callS3(this.#client.send(new ListPartsCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: uploadId, PartNumberMarker })));
       parts.push(...(answer.Parts ?? []));
       PartNumberMarker = answer.IsTruncated ? answer.NextPartNumberMarker : undefined;
     } while (PartNumberMarker);
@@ -217,7 +208,7 @@ export class S3ResumableBytes implements ResumableBytes {
 
   async #getTail(id: string): Promise<{ bytes: Buffer; base: number } | undefined> {
     try {
-      const object = await call(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) })));
+      const object = await callS3(this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) })));
       return { bytes: Buffer.from(await object.Body!.transformToByteArray()), base: Number(object.Metadata?.[TAIL_BASE]) };
     } catch (error) {
       if (isStorageError(error, 'not-found')) return undefined;
@@ -233,20 +224,20 @@ export class S3ResumableBytes implements ResumableBytes {
   }
 
   async #putTail(id: string, base: number, tail: Buffer): Promise<void> {
-    await call(this.#client.send(
+    await callS3(this.#client.send(
       new PutObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id), Body: tail, ContentLength: tail.length, Metadata: { [TAIL_BASE]: String(base) } }),
     ));
   }
 
   async #uploadIds(id: string): Promise<string[]> {
     const Key = this.#key(id);
-    const answer = await call(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
+    const answer = await callS3(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
     return (answer.Uploads ?? []).filter((upload) => upload.Key === Key && upload.UploadId).map((upload) => upload.UploadId!);
   }
 
   async #abortUploads(id: string): Promise<void> {
     for (const UploadId of await this.#uploadIds(id)) {
-      await call(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId }))).catch((error: unknown) => {
+      await callS3(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
     }
@@ -275,61 +266,5 @@ async function* untilFailure(source: Readable): AsyncGenerator<Buffer> {
     for await (const chunk of source) yield chunk as Buffer;
   } catch {
     // The client went away; what arrived is kept.
-  }
-}
-
-/** One call to the store; its failures as StorageErrors (a missing key or upload as 'not-found'). */
-async function call<T>(request: Promise<T>): Promise<T> {
-  try {
-    return await request;
-  } catch (error) {
-    if ((error as Error).name === 'NoSuchUpload' || httpStatus(error) === 404) throw new StorageError('not-found', 's3: not found', { cause: error });
-    throw fromS3Error(error);
-  }
-}
-
-/**
- * The parts one append sends, numbered after the stored ones, at most `concurrency` in flight (each
- * holds its bytes until answered). `stored` learns of them only once every one is in, in order.
- */
-class PartsInFlight {
-  readonly #inFlight = new Set<Promise<void>>();
-  readonly #sent: Part[] = [];
-  #next: number;
-  #failure: { error: unknown } | undefined;
-
-  constructor(
-    private readonly client: S3Client,
-    private readonly bucket: string,
-    private readonly key: string,
-    private readonly stored: Stored,
-    private readonly concurrency: number,
-  ) {
-    this.#next = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
-  }
-
-  /** Starts sending `body` as the next part; resolves when there is room for another, false once one has failed. */
-  async send(body: Buffer): Promise<boolean> {
-    const PartNumber = this.#next++;
-    const sending = call(
-      this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.stored.uploadId, PartNumber, Body: body, ContentLength: body.length })),
-    )
-      .then(({ ETag }) => void this.#sent.push({ PartNumber, ETag, Size: body.length }))
-      .catch((error: unknown) => void (this.#failure ??= { error }))
-      .finally(() => this.#inFlight.delete(sending));
-    this.#inFlight.add(sending);
-    while (this.#inFlight.size >= this.concurrency && !this.#failure) await Promise.race(this.#inFlight);
-    return !this.#failure;
-  }
-
-  /** Waits for every part, then adds them to `stored`; rejects with the first failure. */
-  async finish(): Promise<void> {
-    await Promise.all(this.#inFlight);
-    if (this.#failure) throw this.#failure.error;
-    this.#sent.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    for (const part of this.#sent) {
-      this.stored.parts.push(part);
-      this.stored.partBytes += part.Size!;
-    }
   }
 }
