@@ -102,7 +102,8 @@ t.test('a person signs in, manages buckets and files, and signs out', async (t) 
     await byName('button', 'Edit holiday-photos').click();
     await page.getByLabel('Open to upload', { exact: true }).check();
     await byName('button', 'Save').click();
-    await page.getByRole('status').waitFor();
+    // The creation's status is still shown until the edit is answered: wait for the edit's own.
+    await page.getByRole('status').filter({ hasText: 'Successfully edited your bucket!' }).waitFor();
     const listed = await api(base, '/API/ViewMyBuckets', { AccessToken: app.token });
     t.match(listed.Buckets, [{ BucketName: 'holiday-photos', OpenToRead: true, OpenToUpload: true }]);
   });
@@ -153,7 +154,7 @@ t.test('a person signs in, manages buckets and files, and signs out', async (t) 
 
   await t.test('copy link puts the InternetPath on the clipboard', async (t) => {
     await page.getByRole('row').filter({ has: byName('link', 'notes.txt') }).getByRole('button', { name: 'Copy link' }).click();
-    await page.getByRole('status').waitFor();
+    await page.getByRole('status').filter({ hasText: 'Copied the link of notes.txt.' }).waitFor();
     t.equal(await page.evaluate('navigator.clipboard.readText()'), `${base}/holiday-photos/notes.txt`);
   });
 
