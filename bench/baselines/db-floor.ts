@@ -1,8 +1,12 @@
 /**
- * Baseline: the database work of one upload, alone. POST /commit runs what the service does in
- * the database for each UploadFile, through the service's own functions (token lookup, bucket
- * authorization, the insert of commitUpload), with no multipart, no file and no fsync
- * of bytes: how many uploads per second the database lets through, the "commit floor".
+ * Baseline: the database work of the service alone, in a bare Fastify server (no plugins, no
+ * logging, no validation), through the service's own functions on a pool made as the service's:
+ * - POST /commit: what the service does in the database for each UploadFile (token lookup, bucket
+ *   authorization, the insert of commitUpload), with no multipart, no file and no fsync of bytes:
+ *   how many uploads per second the database lets through, the "commit floor". Answers the new
+ *   file's key, so the metadata case can read the rows it made.
+ * - GET /API/ViewOneFile?FileKey=N and GET /API/ViewMultiFiles?Ids=a,b: the same query as the
+ *   service, answered with the same JSON, the "metadata floor".
  *
  * On PostgreSQL it shares the bench's database with the service (its own app and bucket); the
  * embedded server belongs to one service per DATA_DIR, so it gets its own in BENCH_DATA_DIR.
@@ -10,12 +14,14 @@
  * Run as a child process by the bench: prints {"port":N} once it listens.
  */
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import os from 'node:os';
+import Fastify from 'fastify';
 import { connectDatabase } from '../../db/connect.js';
 import { migrateToLatest } from '../../db/migrate.js';
+import { succeeded } from '../../src/errors.js';
 import { createApp } from '../../src/services/apps.js';
 import { createBucket } from '../../src/services/buckets.js';
+import { fileView, findLiveFile, findLiveFiles } from '../../src/services/files.js';
 import { appForToken, issueToken } from '../../src/services/tokens.js';
 import { authorizeUpload, commitUpload } from '../../src/services/uploads.js';
 import type { BlobWrite } from '../../src/storage/blob-store.js';
@@ -46,31 +52,25 @@ function written(): BlobWrite {
 const ctx = { db, storage: new DiskStore(os.tmpdir()), log: console };
 
 let sequence = 0;
-const server = http.createServer((request, response) => {
-  if (request.method !== 'POST' || !request.url?.startsWith('/commit')) {
-    response.writeHead(404).end();
-    return;
-  }
-  request.resume();
-  (async () => {
-    const app = await appForToken(db, accessToken);
-    const fileName = `floor-${++sequence}.bin`;
-    const bucket = await authorizeUpload(db, app, bucketId, fileName);
-    const stored = await commitUpload(ctx, written(), { ...bucket, fileName, aliveDays: 1 });
-    return stored.fileKey;
-  })().then(
-    (fileKey) => {
-      const body = JSON.stringify({ fileKey });
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
-    },
-    (error: Error) => {
-      response.writeHead(500, { 'content-type': 'text/plain' }).end(error.message);
-    },
-  );
+const app = Fastify({ logger: false, keepAliveTimeout: 72_000 });
+const baseUrl = 'http://127.0.0.1';
+
+app.post('/commit', async () => {
+  const owner = await appForToken(db, accessToken);
+  const fileName = `floor-${++sequence}.bin`;
+  const bucket = await authorizeUpload(db, owner, bucketId, fileName);
+  const stored = await commitUpload(ctx, written(), { ...bucket, fileName, aliveDays: 1 });
+  return { fileKey: stored.fileKey };
 });
-server.keepAliveTimeout = 72_000;
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`);
+app.get<{ Querystring: { FileKey: string } }>('/API/ViewOneFile', async (request) => {
+  const row = await findLiveFile(db, Number(request.query.FileKey));
+  return { Code: 0, Message: succeeded.file, File: fileView(row, baseUrl) };
 });
-process.on('SIGTERM', () => server.close(() => void database.close().finally(() => process.exit(0))));
+app.get<{ Querystring: { Ids: string } }>('/API/ViewMultiFiles', async (request) => {
+  const rows = await findLiveFiles(db, request.query.Ids.split(',').map(Number));
+  return { Code: 0, Message: succeeded.files, Items: rows.map((row) => fileView(row, baseUrl)) };
+});
+
+const address = await app.listen({ port: 0, host: '127.0.0.1' });
+process.stdout.write(`${JSON.stringify({ port: Number(new URL(address).port) })}\n`);
+process.on('SIGTERM', () => void app.close().then(() => database.close()).finally(() => process.exit(0)));

@@ -31,5 +31,5 @@ export async function download1k(ctx: Context): Promise<void> {
     read: burst,
   });
   const metrics = await measure(ctx, 'download-1k', variants);
-  downloadComparisons(ctx, 'download-1k', 'Download 1 KiB files, 64 concurrent', metrics, 0.6, 'download counter on');
+  downloadComparisons(ctx, 'download-1k', 'Download 1 KiB files, 64 concurrent', metrics, 0.8, 'download counter on');
 }

@@ -35,5 +35,5 @@ export async function download1m(ctx: Context): Promise<void> {
     read: loop,
   });
   const metrics = await measure(ctx, 'download-1m', variants);
-  downloadComparisons(ctx, 'download-1m', 'Download 1 MiB files, 8 concurrent', metrics);
+  downloadComparisons(ctx, 'download-1m', 'Download 1 MiB files, 8 concurrent', metrics, 0.8);
 }

@@ -29,5 +29,5 @@ export async function downloadLarge(ctx: Context): Promise<void> {
     read: single,
   });
   const metrics = await measure(ctx, 'download-large', variants);
-  downloadComparisons(ctx, 'download-large', `Download ${sizeLabel(opts.largeSize)}, 1 stream`, metrics, 0.9);
+  downloadComparisons(ctx, 'download-large', `Download ${sizeLabel(opts.largeSize)}, 1 stream`, metrics, 0.95);
 }

@@ -6,7 +6,7 @@ import { prepareService, startService } from '../service.js';
 import type { Context, ServiceRun, StoredFile } from './common.js';
 import { uploadToService } from './uploads.js';
 
-const MEMORY_LIMIT = 200 * 1000 * 1000;
+const MEMORY_LIMIT = 150 * 1000 * 1000;
 
 /** A fresh service process; its peak RSS (VmHWM) while one large and several medium files upload at once. */
 export async function memoryCase(ctx: Context, run: ServiceRun): Promise<void> {

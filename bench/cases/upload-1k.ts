@@ -50,8 +50,8 @@ export async function upload1k(ctx: Context): Promise<void> {
     const floor = metrics.get(floorName(run));
     const db = run.instance.db;
     const title = 'Upload 1 KiB files, 32 concurrent';
+    compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: durable, target: 0.9 });
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: bare });
-    compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: durable });
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: floor });
     ctx.findings.push({ title: `What limits 1 KiB uploads (${db})`, text: smallUploadReason(subject, bare, durable, floor, db, 32) });
   }

@@ -32,8 +32,8 @@ export async function uploadLarge(ctx: Context): Promise<void> {
   const durable = metrics.get('bare node:http + fsync')!;
   for (const run of ctx.services) {
     const subject = metrics.get(serviceName(run))!;
-    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: bare, target: 0.85 });
-    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: durable });
+    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: durable, target: 0.9 });
+    compare(ctx, { caseId: 'upload-large', title, db: run.instance.db, subject, baseline: bare });
     ctx.findings.push({ title: `Where the ${sizeLabel(opts.largeSize)} upload's time goes (${run.instance.db})`, text: largeUploadSplit(opts.largeSize, subject, bare, durable) });
   }
 }
