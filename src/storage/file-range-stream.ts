@@ -7,9 +7,15 @@ const READ_CHUNK_BYTES = 1024 * 1024;
 /** Chunks kept for reuse across downloads; beyond this, a finished download's chunks are left to the GC. */
 const POOL_LIMIT = 16;
 const pool: Buffer[] = [];
+/**
+ * Chunks one download keeps track of; an older one is forgotten (left to the GC, never reused), so
+ * that a response whose queue is never seen empty does not hold the whole file.
+ */
+const LENT_LIMIT = 4;
 
+/** Only whole chunks are kept: the last read of a file, or all of a small one, is allocated to its size. */
 function recycle(chunks: Buffer[]): void {
-  for (const chunk of chunks.splice(0)) if (pool.length < POOL_LIMIT) pool.push(chunk);
+  for (const chunk of chunks.splice(0)) if (pool.length < POOL_LIMIT && chunk.length === READ_CHUNK_BYTES) pool.push(chunk);
 }
 
 /**
@@ -53,15 +59,16 @@ export class FileRangeStream extends Readable {
       this.push(null);
       return;
     }
-    const chunk = (this.#response && pool.pop()) || Buffer.allocUnsafeSlow(READ_CHUNK_BYTES);
-    this.#handle.read(chunk, 0, Math.min(remaining, READ_CHUNK_BYTES), this.#position).then(
+    const length = Math.min(remaining, READ_CHUNK_BYTES);
+    const chunk = (this.#response && pool.pop()) || Buffer.allocUnsafeSlow(length);
+    this.#handle.read(chunk, 0, length, this.#position).then(
       ({ bytesRead }) => {
         if (bytesRead === 0) {
           this.destroy(new Error('The file ended before the bytes asked for.'));
           return;
         }
         this.#position += bytesRead;
-        if (this.#response) this.#lent.push(chunk);
+        if (this.#response && this.#lent.push(chunk) > LENT_LIMIT) this.#lent.shift();
         this.push(chunk.subarray(0, bytesRead));
       },
       (error: unknown) => this.destroy(error as Error),
