@@ -32,8 +32,9 @@ export function refuseWhileShuttingDown(isShuttingDown: () => boolean) {
 
 /** A request that was in flight when shutdown began is answered with `Connection: close`, so its client reconnects elsewhere. */
 export function closeWhileShuttingDown(isShuttingDown: () => boolean) {
-  return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // A callback hook: it runs on every answer, and an async one costs a promise each time.
+  return (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) => {
     if (isShuttingDown()) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   };
 }
