@@ -118,7 +118,10 @@ async function startServiceRun(session: Session, cli: Cli, machine: Machine, db:
   // Side by side: on the embedded database each creates its own cluster (initdb), which takes seconds.
   const [started, floor] = await Promise.all([
     startService({ ...setup, cpuProfDir: undefined }),
-    startBaseline(`database floor (${db})`, 'db-floor.js', databaseUrl ? { BENCH_DATABASE_URL: databaseUrl } : { BENCH_DATA_DIR: path.join(temp, `floor-${db}`) }),
+    startBaseline(`database floor (${db})`, 'db-floor.js', {
+      ...(databaseUrl ? { BENCH_DATABASE_URL: databaseUrl } : { BENCH_DATA_DIR: path.join(temp, `floor-${db}`) }),
+      BENCH_FLOOR_STORAGE_DIR: path.join(temp, `floor-${db}-files`),
+    }),
   ]);
   session.children.push(floor.child);
   let instance = await prepareService(setup, started);

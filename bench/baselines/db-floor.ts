@@ -5,8 +5,11 @@
  *   authorization, the insert of commitUpload), with no multipart, no file and no fsync of bytes:
  *   how many uploads per second the database lets through, the "commit floor". Answers the new
  *   file's key, so the metadata case can read the rows it made.
+ *   With `?size=N` the bytes are real: N bytes written to its own store (BENCH_FLOOR_STORAGE_DIR).
  * - GET /API/ViewOneFile?FileKey=N and GET /API/ViewMultiFiles?Ids=a,b: the same query as the
  *   service, answered with the same JSON, the "metadata floor".
+ * - GET /Download/FromKey/N: the same indexed lookup as the service's download, then the file
+ *   opened, read whole and closed, sent with its length: the "small download floor".
  *
  * On PostgreSQL it shares the bench's database with the service (its own app and bucket); the
  * embedded server belongs to one service per DATA_DIR, so it gets its own in BENCH_DATA_DIR.
@@ -14,13 +17,14 @@
  * Run as a child process by the bench: prints {"port":N} once it listens.
  */
 import { randomBytes } from 'node:crypto';
-import os from 'node:os';
+import { Readable } from 'node:stream';
 import Fastify from 'fastify';
 import { connectDatabase } from '../../db/connect.js';
 import { migrateToLatest } from '../../db/migrate.js';
 import { succeeded } from '../../src/errors.js';
 import { createApp } from '../../src/services/apps.js';
 import { createBucket } from '../../src/services/buckets.js';
+import { findPublicFileByKey } from '../../src/services/downloadable-files.js';
 import { fileView, findLiveFile, findLiveFiles } from '../../src/services/files.js';
 import { appForToken, issueToken } from '../../src/services/tokens.js';
 import { authorizeUpload, commitUpload } from '../../src/services/uploads.js';
@@ -29,7 +33,9 @@ import { DiskStore } from '../../src/storage/disk-store.js';
 
 const databaseUrl = process.env.BENCH_DATABASE_URL || undefined;
 const dataDir = process.env.BENCH_DATA_DIR ?? '';
+const storageDir = process.env.BENCH_FLOOR_STORAGE_DIR ?? '';
 if (!databaseUrl && !dataDir) throw new Error('BENCH_DATABASE_URL or BENCH_DATA_DIR is required');
+if (!storageDir) throw new Error('BENCH_FLOOR_STORAGE_DIR is required');
 
 const database = await connectDatabase({ databaseUrl, dataDir });
 const { db } = database;
@@ -48,19 +54,29 @@ function written(): BlobWrite {
     abort: async () => {},
   };
 }
-// Never written to: a commit that replaces no expired file removes no bytes.
-const ctx = { db, storage: new DiskStore(os.tmpdir()), log: console };
+const storage = new DiskStore(storageDir);
+await storage.prepare();
+const ctx = { db, storage, log: console };
 
 let sequence = 0;
 const app = Fastify({ logger: false, keepAliveTimeout: 72_000 });
 const baseUrl = 'http://127.0.0.1';
 
-app.post('/commit', async () => {
+app.post<{ Querystring: { size?: string } }>('/commit', async (request) => {
+  const size = Number(request.query.size ?? 0);
   const owner = await appForToken(db, accessToken);
   const fileName = `floor-${++sequence}.bin`;
   const bucket = await authorizeUpload(db, owner, bucketId, fileName);
-  const stored = await commitUpload(ctx, written(), { ...bucket, fileName, aliveDays: 1 });
+  const bytes = size > 0 ? await storage.write(Readable.from([randomBytes(size)]), { maxBytes: size }) : written();
+  const stored = await commitUpload(ctx, bytes, { ...bucket, fileName, aliveDays: 1 });
   return { fileKey: stored.fileKey };
+});
+app.get<{ Params: { key: string } }>('/Download/FromKey/:key', async (request, reply) => {
+  const file = await findPublicFileByKey(db, Number(request.params.key));
+  if (!file) return reply.code(404).send();
+  const chunks: Buffer[] = [];
+  for await (const chunk of (await storage.open(file.storageKey)).stream) chunks.push(chunk as Buffer);
+  return reply.header('content-type', 'application/octet-stream').send(Buffer.concat(chunks));
 });
 app.get<{ Querystring: { FileKey: string } }>('/API/ViewOneFile', async (request) => {
   const row = await findLiveFile(db, Number(request.query.FileKey));

@@ -1,8 +1,16 @@
-/** download-1k: 1 KiB files, 64 concurrent (autocannon), beside the bare download server and nginx. */
+/**
+ * download-1k: 1 KiB files, 64 concurrent (autocannon), beside the small download floor (the same
+ * lookup, then open, read and close, in a bare Fastify server: bench/baselines/db-floor.ts), the
+ * bare download server and nginx.
+ */
 import { cannon, KiB } from '../load.js';
-import { measure, type Outcome } from '../measure.js';
-import type { Context } from './common.js';
+import { compare, measure, type Outcome, type Variant } from '../measure.js';
+import { floorFiles } from './metadata.js';
+import { serviceName, type Context, type ServiceRun } from './common.js';
 import { downloadComparisons, downloadVariants, SET_SIZE, type ServiceReads } from './downloads.js';
+
+const TITLE = 'Download 1 KiB files, 64 concurrent';
+const floorName = (run: ServiceRun) => `download floor (${run.instance.db})`;
 
 export async function download1k(ctx: Context): Promise<void> {
   const { opts } = ctx;
@@ -21,7 +29,7 @@ export async function download1k(ctx: Context): Promise<void> {
       return { value: result.rps };
     };
   };
-  const variants = await downloadVariants(ctx, {
+  const variants: Variant[] = await downloadVariants(ctx, {
     kind: 'kib',
     size: KiB,
     count: SET_SIZE,
@@ -30,6 +38,15 @@ export async function download1k(ctx: Context): Promise<void> {
     staticNames: ctx.staticSet.kib,
     read: burst,
   });
+  for (const run of ctx.services) {
+    if (!run.floor) continue;
+    const keys = await floorFiles(run.floor.origin, SET_SIZE, KiB);
+    variants.push({ name: floorName(run), pid: run.floor.pid, dbPids: run.dbPids, unit: 'req/s', run: burst(run.floor.origin, keys.map((key) => `/Download/FromKey/${key}`)) });
+  }
   const metrics = await measure(ctx, 'download-1k', variants);
-  downloadComparisons(ctx, 'download-1k', 'Download 1 KiB files, 64 concurrent', metrics, 0.8, 'download counter on');
+  for (const run of ctx.services) {
+    const subject = metrics.get(serviceName(run));
+    compare(ctx, { caseId: 'download-1k', title: TITLE, db: run.instance.db, subject, baseline: metrics.get(floorName(run)), target: 0.8, note: 'download counter on' });
+  }
+  downloadComparisons(ctx, 'download-1k', TITLE, metrics);
 }

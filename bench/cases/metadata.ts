@@ -13,11 +13,14 @@ function multiPaths(keys: readonly number[]): string[] {
   return [0, 10, 20, 30, 40, 50].map((offset) => `/API/ViewMultiFiles?Ids=${keys.slice(offset, offset + 50).join(',')}`);
 }
 
-/** Rows for the metadata floor to read, made by its own commit route (its database may be its own). */
-async function floorFiles(origin: string, count: number): Promise<number[]> {
+/**
+ * Files for a floor to read, made by its own commit route (its database may be its own): rows only,
+ * or with `size` bytes of content each.
+ */
+export async function floorFiles(origin: string, count: number, size = 0): Promise<number[]> {
   const keys: number[] = [];
   for (let i = 0; i < count; i++) {
-    const response = await fetch(new URL('/commit', origin), { method: 'POST' });
+    const response = await fetch(new URL(`/commit?size=${size}`, origin), { method: 'POST' });
     const text = await response.text();
     const fileKey = response.ok ? Number((JSON.parse(text) as { fileKey: unknown }).fileKey) : NaN;
     if (!Number.isInteger(fileKey)) throw new Error(`database floor: /commit answered ${response.status} ${text.slice(0, 200)}`);
