@@ -1,7 +1,9 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Readable } from 'node:stream';
 import { refused } from '../errors.js';
 import type { Downloadable } from '../services/downloadable-files.js';
 import { sanitizeFileName } from '../services/file-names.js';
+import type { BlobStore, ByteRange } from '../storage/blob-store.js';
 import { downloadHeaders } from './download-headers.js';
 import { decide } from './ranges.js';
 
@@ -56,11 +58,19 @@ export async function sendDownload(request: FastifyRequest, reply: FastifyReply,
   // The whole file as a range too: a reader that knows where the end is stops at the last byte,
   // so the response ends (and the download counts) without waiting for another read to find it.
   const bytes = range ?? { start: 0, end: file.size - 1 };
-  const body = request.method === 'GET' && length > 0 ? (await request.server.storage.open(file.storageKey, bytes)).stream : undefined;
+  const body = request.method === 'GET' && length > 0 ? await readBody(request.server.storage, file.storageKey, bytes, length) : undefined;
   reply.header('Content-Type', headers.contentType).header('Content-Disposition', headers.contentDisposition).header('Content-Length', length);
   if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
   serving.set(request, file.fileKey);
   return reply.send(body);
+}
+
+/** Bodies up to this size are read whole and sent in one write: a stream costs more than the bytes. */
+const WHOLE_BODY_BYTES = 64 * 1024;
+
+function readBody(storage: BlobStore, key: string, bytes: ByteRange, length: number): Promise<Buffer | Readable> {
+  if (length <= WHOLE_BODY_BYTES) return storage.read(key, bytes);
+  return storage.open(key, bytes).then((read) => read.stream);
 }
 
 /**

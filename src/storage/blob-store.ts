@@ -22,6 +22,11 @@ export interface BlobStore {
   write(source: Readable, limits: { maxBytes: number }): Promise<BlobWrite>;
   /** The stored bytes of `key`, or the inclusive `range` of them; StorageError 'not-found' if there are none. */
   open(key: string, range?: ByteRange): Promise<BlobRead>;
+  /**
+   * The inclusive `range` of the stored bytes of `key`, whole in memory: for ranges small enough
+   * that one buffer costs less than a stream. StorageError 'not-found' if there are none.
+   */
+  read(key: string, range: ByteRange): Promise<Buffer>;
   /** Removes stored objects; missing ones are ignored. */
   remove(keys: readonly string[]): Promise<void>;
   /** Every stored object, a page at a time, so a huge store is never listed in memory. */

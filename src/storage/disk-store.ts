@@ -139,6 +139,25 @@ export class DiskStore implements BlobStore {
     }
   }
 
+  async read(key: string, range: ByteRange): Promise<Buffer> {
+    const handle = await open(this.#objectPath(key), 'r').catch((error: unknown) => {
+      throw fromFileSystemError(error, 'not-found');
+    });
+    try {
+      const bytes = Buffer.allocUnsafe(range.end - range.start + 1);
+      for (let done = 0; done < bytes.length; ) {
+        const { bytesRead } = await handle.read(bytes, done, bytes.length - done, range.start + done);
+        if (bytesRead === 0) throw new StorageError('unavailable', `disk: ${key} ended before byte ${range.start + done}`);
+        done += bytesRead;
+      }
+      return bytes;
+    } catch (error) {
+      throw isStorageError(error) ? error : fromFileSystemError(error);
+    } finally {
+      await handle.close();
+    }
+  }
+
   async remove(keys: readonly string[]): Promise<void> {
     const paths = keys.map((key) => this.#objectPath(key));
     for (let i = 0; i < paths.length; i += PARALLEL_UNLINKS) {

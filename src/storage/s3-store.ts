@@ -166,6 +166,17 @@ export class S3Store implements BlobStore {
     }
   }
 
+  async read(key: string, range: ByteRange): Promise<Buffer> {
+    const { stream } = await this.open(key, range);
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    } catch (error) {
+      throw isStorageError(error) ? error : fromS3Error(error);
+    }
+  }
+
   async remove(keys: readonly string[]): Promise<void> {
     const objectKeys = keys.map((key) => this.objectKey(key));
     for (let i = 0; i < objectKeys.length; i += DELETE_BATCH) {

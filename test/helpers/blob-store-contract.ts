@@ -159,6 +159,16 @@ export function blobStoreContract(t: Test, newStore: (t: Test) => Promise<BlobSt
     await t.rejects(store.open('f'.repeat(32)), { name: 'StorageError', kind: 'not-found' }, 'a missing key is not-found');
   });
 
+  t.test('read gives an inclusive range of the object whole in memory', async (t) => {
+    const store = await newStore(t);
+    const content = Buffer.concat(randomChunks(MiB + 11));
+    const key = await putBytes(store, content);
+    for (const range of [{ start: 0, end: 0 }, { start: 10, end: 65_545 }, { start: 0, end: content.length - 1 }, { start: content.length - 1, end: content.length - 1 }]) {
+      t.ok((await store.read(key, range)).equals(content.subarray(range.start, range.end + 1)), `bytes ${range.start}-${range.end}`);
+    }
+    await t.rejects(store.read('f'.repeat(32), { start: 0, end: 0 }), { name: 'StorageError', kind: 'not-found' }, 'a missing key is not-found');
+  });
+
   t.test('a reader that goes away stops the read', async (t) => {
     const store = await newStore(t);
     const key = await putBytes(store, Buffer.concat(randomChunks(8 * MiB)));
