@@ -74,9 +74,8 @@ app.post<{ Querystring: { size?: string } }>('/commit', async (request) => {
 app.get<{ Params: { key: string } }>('/Download/FromKey/:key', async (request, reply) => {
   const file = await findPublicFileByKey(db, Number(request.params.key));
   if (!file) return reply.code(404).send();
-  const chunks: Buffer[] = [];
-  for await (const chunk of (await storage.open(file.storageKey)).stream) chunks.push(chunk as Buffer);
-  return reply.header('content-type', 'application/octet-stream').send(Buffer.concat(chunks));
+  const bytes = await storage.read(file.storageKey, { start: 0, end: file.size - 1 });
+  return reply.header('content-type', 'application/octet-stream').send(bytes);
 });
 app.get<{ Querystring: { FileKey: string } }>('/API/ViewOneFile', async (request) => {
   const row = await findLiveFile(db, Number(request.query.FileKey));
