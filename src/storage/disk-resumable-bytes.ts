@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { BlobWrite } from './blob-store.js';
 import type { DiskStore } from './disk-store.js';
 import { fromFileSystemError, isStorageError } from './errors.js';
-import { METER_HIGH_WATER_MARK } from './meter.js';
+import { FILE_HIGH_WATER_MARK, PASS_HIGH_WATER_MARK } from './high-water-marks.js';
 import type { ResumableBytes } from './resumable-bytes.js';
 import { RunningHashes } from './running-hashes.js';
 
@@ -47,7 +47,7 @@ export class DiskResumableBytes implements ResumableBytes {
       await truncate(file, offset);
       const handle = await open(file, 'r+');
       // The stream closes the handle at its end, after any flush still running on it.
-      const stream = handle.createWriteStream({ start: offset, highWaterMark: METER_HIGH_WATER_MARK });
+      const stream = handle.createWriteStream({ start: offset, highWaterMark: FILE_HIGH_WATER_MARK });
       let diskError: unknown;
       stream.once('error', (error: NodeJS.ErrnoException) => {
         if (error.syscall) diskError = error;
@@ -111,7 +111,7 @@ class AppendTap extends Transform {
     private readonly handle: FileHandle,
     private readonly hash: Hash | undefined,
   ) {
-    super({ highWaterMark: METER_HIGH_WATER_MARK });
+    super({ highWaterMark: PASS_HIGH_WATER_MARK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {

@@ -7,7 +7,8 @@ import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead,
 import { DiskWrite } from './disk-write.js';
 import { FileRangeStream } from './file-range-stream.js';
 import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
-import { meter, METER_HIGH_WATER_MARK } from './meter.js';
+import { FILE_HIGH_WATER_MARK } from './high-water-marks.js';
+import { meter } from './meter.js';
 
 /** How many files remove() unlinks at once. */
 const PARALLEL_UNLINKS = 64;
@@ -74,7 +75,7 @@ export class DiskStore implements BlobStore {
     const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
     const metered = meter(source, maxBytes);
     this.#inProgress.add(tempPath);
-    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: METER_HIGH_WATER_MARK });
+    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: FILE_HIGH_WATER_MARK });
     // Only the file system's own errors: pipeline() also destroys the file with the meter's or source's.
     let diskError: unknown;
     file.once('error', (error: NodeJS.ErrnoException) => {
@@ -107,7 +108,7 @@ export class DiskStore implements BlobStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw fromFileSystemError(error);
       // Another volume after all: copied through the usual write.
-      const copy = await this.write(createReadStream(file, { highWaterMark: METER_HIGH_WATER_MARK }), { maxBytes });
+      const copy = await this.write(createReadStream(file, { highWaterMark: FILE_HIGH_WATER_MARK }), { maxBytes });
       await rm(file, { force: true });
       return copy;
     }
@@ -117,7 +118,7 @@ export class DiskStore implements BlobStore {
       const { size } = await lstat(tempPath);
       if (size > maxBytes) throw new StorageError('too-large', `more than ${maxBytes} bytes`);
       if (known?.size === size) return new DiskWrite(key, size, known.sha256, tempPath, this.#objectPath(key), settled);
-      const metered = meter(createReadStream(tempPath, { highWaterMark: METER_HIGH_WATER_MARK }), maxBytes);
+      const metered = meter(createReadStream(tempPath, { highWaterMark: FILE_HIGH_WATER_MARK }), maxBytes);
       await finished(metered.resume());
       return new DiskWrite(key, metered.size, metered.sha256(), tempPath, this.#objectPath(key), settled);
     } catch (error) {

@@ -5,7 +5,7 @@ import { Readable, type Writable } from 'node:stream';
 /** Read chunks of 1 MiB: Node's default 16 KiB chunks make large downloads about three times slower. */
 const READ_CHUNK_BYTES = 1024 * 1024;
 /** Chunks kept for reuse across downloads; beyond this, a finished download's chunks are left to the GC. */
-const POOL_LIMIT = 16;
+const POOL_LIMIT = 8;
 const pool: Buffer[] = [];
 /**
  * Chunks one download keeps track of; an older one is forgotten (left to the GC, never reused), so

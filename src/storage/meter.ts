@@ -1,13 +1,7 @@
 import { createHash } from 'node:crypto';
 import { finished, Transform, type Readable } from 'node:stream';
 import { StorageError } from './errors.js';
-
-/**
- * Buffer between the network, the hash and the store, per upload. With the default 16 KiB, writes
- * are small and hashing (on the main thread) and writing (elsewhere) overlap less: uploads measured
- * 15 to 25 % slower.
- */
-export const METER_HIGH_WATER_MARK = 1024 * 1024;
+import { PASS_HIGH_WATER_MARK } from './high-water-marks.js';
 
 /** Counts and hashes the bytes that pass; refuses the first byte past maxBytes before passing it on. */
 export class Meter extends Transform {
@@ -15,7 +9,7 @@ export class Meter extends Transform {
   readonly #hash = createHash('sha256');
 
   constructor(readonly maxBytes: number) {
-    super({ highWaterMark: METER_HIGH_WATER_MARK });
+    super({ highWaterMark: PASS_HIGH_WATER_MARK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
