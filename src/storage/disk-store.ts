@@ -1,12 +1,13 @@
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
 import { DiskWrite } from './disk-write.js';
-import { FileRangeStream } from './file-range-stream.js';
+import { EarlyFlush } from './early-flush.js';
 import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
+import { FileRangeStream } from './file-range-stream.js';
 import { FILE_HIGH_WATER_MARK } from './high-water-marks.js';
 import { meter } from './meter.js';
 
@@ -74,18 +75,29 @@ export class DiskStore implements BlobStore {
     const key = newStorageKey();
     const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
     const metered = meter(source, maxBytes);
+    // A source that fails while the file opens fails the meter before anything listens to it: the
+    // pipeline below still sees that failure, and the process does not.
+    metered.on('error', () => {});
     this.#inProgress.add(tempPath);
-    const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: FILE_HIGH_WATER_MARK });
+    let handle: FileHandle;
+    try {
+      handle = await open(tempPath, 'wx');
+    } catch (error) {
+      this.#inProgress.delete(tempPath);
+      // The meter's end leaves the source flowing, as after any other failure.
+      metered.destroy();
+      throw fromFileSystemError(error);
+    }
+    // The stream closes the handle at its end, after any early flush still running on it.
+    const file = handle.createWriteStream({ highWaterMark: FILE_HIGH_WATER_MARK });
     // Only the file system's own errors: pipeline() also destroys the file with the meter's or source's.
     let diskError: unknown;
     file.once('error', (error: NodeJS.ErrnoException) => {
       if (error.syscall) diskError = error;
     });
     try {
-      await pipeline(metered, file);
+      await pipeline(metered, new EarlyFlush(handle), file);
     } catch (error) {
-      // pipeline() settles on the first error, possibly before the file is even open: removing it
-      // earlier could leave a file created after the removal.
       if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
       await rm(tempPath, { force: true }).catch(() => {});
       this.#inProgress.delete(tempPath);
