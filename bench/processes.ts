@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,14 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** dist/bench → the repository's compiled output. */
 export const SERVER_ENTRY = path.resolve(here, '../src/server.js');
+/** The Node.js flags `npm start` runs the service with: the bench measures the service as it is started. */
+export const SERVER_NODE_FLAGS = startScriptFlags(path.resolve(here, '../../package.json'));
 const BASELINE_DIR = path.join(here, 'baselines');
+
+function startScriptFlags(packageJson: string): string[] {
+  const start = (JSON.parse(readFileSync(packageJson, 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return start.split(/\s+/).filter((word) => word.startsWith('--'));
+}
 
 export interface Child {
   name: string;
@@ -169,6 +176,61 @@ export function processCpuSeconds(pid: number, mainThreadOnly = false): number |
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
   } catch {
     return undefined;
+  }
+}
+
+/** Every process below `pid` (children, their children…), from /proc: the embedded database server's processes. */
+export function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent pid is the second field after the command, which is in parentheses and may hold spaces.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found: number[] = [];
+  for (let queue = [pid]; queue.length > 0; ) {
+    const next = children.get(queue.pop()!) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
+}
+
+/**
+ * Proportional set size of several processes together, in bytes: memory they share (a database
+ * server's shared buffers) is counted once across them rather than once per process.
+ */
+export function pssOf(pids: readonly number[]): { bytes: number; processes: number } {
+  let bytes = 0;
+  let processes = 0;
+  for (const pid of pids) {
+    try {
+      const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+      bytes += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+      processes++;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return { bytes, processes };
+}
+
+/**
+ * Starts a new peak: VmHWM drops to the current RSS (`clear_refs` 5), so that the next reading is
+ * the peak of what ran since. False where the kernel or the permissions do not allow it.
+ */
+export function resetPeakMemory(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatValue } from './format.js';
 import { docsDir, resultsDir } from './paths.js';
-import type { BenchResults } from './results.js';
+import type { BenchResults, MemoryResult } from './results.js';
 
 const ratioText = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : '—');
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
@@ -31,10 +31,15 @@ function tableRows(results: BenchResults): { head: string[]; rows: Row[] } {
   }));
   for (const m of results.memory) {
     rows.push({
-      cells: [rowTitle(m), mb(m.peakBytes), `when ready: ${mb(m.idleBytes)}`, '', `< ${mb(m.limitBytes)}`, m.pass ? 'pass' : 'MISS'],
+      cells: [rowTitle(m), mb(m.peakBytes), `when ready: ${mb(m.idleBytes)}${databaseBeside(m)}`, '', `< ${mb(m.limitBytes)}`, m.pass ? 'pass' : 'MISS'],
     });
   }
   return { head, rows };
+}
+
+/** The database server's processes, reported beside the service's own memory. */
+function databaseBeside(m: MemoryResult): string {
+  return m.database ? `; database server beside it: ${mb(m.database.bytes)} in ${m.database.processes} processes` : '';
 }
 
 export function terminalReport(results: BenchResults): string {
@@ -78,7 +83,7 @@ function markdownReport(results: BenchResults, svgName?: string): string {
     '**Correctness**',
     '',
     ...results.checks.map((c) => `- ${c.ok ? '✅' : '❌'} ${rowTitle({ title: c.name, db: c.db })}: ${c.detail}`),
-    ...results.memory.map((x) => `- ${rowTitle(x)}: ${x.detail}`),
+    ...results.memory.map((x) => `- ${rowTitle(x)}: ${x.detail}${databaseBeside(x)}`),
     '',
     ...results.findings.flatMap((f) => [`**${f.title}.** ${f.text}`, '']),
     ...[...new Set(results.skipped)].map((s) => `- skipped: ${s}`),

@@ -53,6 +53,8 @@ export interface MemoryResult {
   limitBytes: number;
   pass: boolean;
   detail: string;
+  /** The database server's processes serving the service, beside it (PSS, at the end of the measurement). */
+  database?: { bytes: number; processes: number };
 }
 
 export interface Finding {

@@ -26,7 +26,7 @@ import { dataGrowth } from './cases/data-growth.js';
 import { checkCounters } from './cases/download-counter.js';
 import { downloadLarge } from './cases/download-large.js';
 import { dropExtraLargeFiles } from './cases/free-disk.js';
-import { memoryCase } from './cases/memory.js';
+import { memoryCase, memoryOverTheRun } from './cases/memory.js';
 import { metadata } from './cases/metadata.js';
 import { resumableLarge } from './cases/resumable-large.js';
 import { s3Large } from './cases/s3-large.js';
@@ -35,7 +35,7 @@ import { upload1m } from './cases/upload-1m.js';
 import { uploadLarge } from './cases/upload-large.js';
 import { verifyUploads } from './cases/verify-uploads.js';
 import { parseCli, type Cli } from './cli.js';
-import { isStopping } from './processes.js';
+import { isStopping, memoryOf, resetPeakMemory } from './processes.js';
 import { reportProfile } from './profile.js';
 import { copyToDocs, saveResults, terminalReport } from './report.js';
 import type { BenchResults, Machine } from './results.js';
@@ -101,6 +101,7 @@ const STEPS: Array<[CaseId | undefined, string, (c: Context) => Promise<void>]> 
 /** Every step, then (on fresh service processes) the memory case; true when one of them failed. */
 async function runCases(ctx: Context, profile: boolean): Promise<boolean> {
   let failed = false;
+  const ran: string[] = [];
   const fail = (skip: string, name: string, error: unknown) => {
     failed = true;
     ctx.skipped.push(`${skip} failed: ${(error as Error).message.split('\n')[0]}`);
@@ -110,14 +111,23 @@ async function runCases(ctx: Context, profile: boolean): Promise<boolean> {
     if (isStopping()) break;
     if (id && !wants(ctx, id)) continue;
     ctx.log(`${name}`);
+    if (id) ran.push(id);
+    const peaksReset = ctx.services.map((run) => resetPeakMemory(run.instance.child.pid));
     try {
       await step(ctx);
     } catch (error) {
       if (isStopping()) break;
       fail(name, name, error);
     }
+    ctx.services.forEach((run, i) => {
+      const hwm = memoryOf(run.instance.child.pid)?.hwm;
+      if (!peaksReset[i] || hwm === undefined) return;
+      run.casePeaks.set(name, hwm);
+      ctx.log(`  ${name}  service (${run.setup.db}): peak RSS ${(hwm / 1e6).toFixed(0)} MB`);
+    });
   }
   for (const run of ctx.services) {
+    if (wants(ctx, 'memory') && ran.length > 0) await memoryOverTheRun(ctx, run, ran);
     await run.instance.child.stop();
     if (profile) await reportProfile(run.setup.db, ctx.log);
   }

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { callJson, GiB } from './load.js';
-import { freePort, SERVER_ENTRY, startChild, waitForHttp, type Child } from './processes.js';
+import { freePort, SERVER_ENTRY, SERVER_NODE_FLAGS, startChild, waitForHttp, type Child } from './processes.js';
 
 export type DatabaseKind = 'embedded' | 'postgres';
 
@@ -58,6 +58,7 @@ export async function startService(setup: ServiceSetup): Promise<{ child: Child;
   await mkdir(setup.dataDir, { recursive: true });
   const port = await freePort();
   const args = [
+    ...SERVER_NODE_FLAGS,
     ...(setup.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${setup.cpuProfDir}`, `--cpu-prof-name=service-${setup.db}.cpuprofile`] : []),
     SERVER_ENTRY,
   ];

@@ -14,7 +14,7 @@ import { DEFAULT_DATABASE_URL, type Cli } from './cli.js';
 import { fileContent, KiB, MiB, newSeed } from './load.js';
 import { machineInfo } from './machine.js';
 import { profileDir } from './paths.js';
-import { freePort, startBaseline, startChild, waitForHttp } from './processes.js';
+import { descendantsOf, freePort, memoryOf, startBaseline, startChild, waitForHttp } from './processes.js';
 import type { Machine } from './results.js';
 import { createBenchDatabase, prepareService, redactUrl, startService, type DatabaseKind, type ServiceSetup } from './service.js';
 import type { Session } from './session.js';
@@ -135,7 +135,10 @@ async function startServiceRun(session: Session, cli: Cli, machine: Machine, db:
     instance,
     setup,
     ledger: new Ledger(),
-    dbPids,
+    readyHwm: memoryOf(instance.child.pid)?.hwm,
+    casePeaks: new Map(),
+    // The embedded server's processes are the service's children: their CPU and memory are reported beside it.
+    dbPids: dbPids ?? (async () => descendantsOf(instance.child.pid)),
     floor: { name: `database floor (${db})`, origin: floor.origin, pid: floor.child.pid },
   };
 }

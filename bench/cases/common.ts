@@ -70,6 +70,10 @@ export interface ServiceRun {
   instance: ServiceInstance;
   setup: ServiceSetup;
   ledger: Ledger;
+  /** The service's VmHWM once it was ready, before any case. */
+  readyHwm?: number;
+  /** The service's peak RSS during each case that ran, where the kernel lets the peak be reset between cases. */
+  casePeaks: Map<string, number>;
   /** PostgreSQL: pids of the server processes serving the service's database. */
   dbPids?: () => Promise<number[]>;
   /** The database work of one upload alone, on the same kind of database (bench/baselines/db-floor.ts). */
