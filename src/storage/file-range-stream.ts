@@ -1,40 +1,34 @@
 import type { FileHandle } from 'node:fs/promises';
 import { ServerResponse } from 'node:http';
-import { Readable, type Writable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 
 /** Read chunks of 1 MiB: Node's default 16 KiB chunks make large downloads about three times slower. */
 const READ_CHUNK_BYTES = 1024 * 1024;
 /** Chunks kept for reuse across downloads; beyond this, a finished download's chunks are left to the GC. */
 const POOL_LIMIT = 8;
 const pool: Buffer[] = [];
-/**
- * Chunks one download keeps track of; an older one is forgotten (left to the GC, never reused), so
- * that a response whose queue is never seen empty does not hold the whole file.
- */
-const LENT_LIMIT = 4;
 
 /** Only whole chunks are kept: the last read of a file, or all of a small one, is allocated to its size. */
-function recycle(chunks: Buffer[]): void {
-  for (const chunk of chunks.splice(0)) if (pool.length < POOL_LIMIT && chunk.length === READ_CHUNK_BYTES) pool.push(chunk);
+function recycle(chunk: Buffer): void {
+  if (pool.length < POOL_LIMIT && chunk.length === READ_CHUNK_BYTES) pool.push(chunk);
 }
 
 /**
  * The bytes start..end (inclusive) of an open file, closed when the stream ends or is destroyed.
  *
- * Piped into an HTTP response, it reads into chunks that are reused once the response has written
- * them: a fresh 1 MiB buffer per read costs a garbage collection every few dozen MiB, and once the
- * heap's old generation is near its limit, a full one, which halved large downloads in a service
- * that had been busy. The response is done with a chunk when nothing is left in its socket's
- * queue (`writableLength` 0), or once it has finished; any other destination might pass the same
- * buffer on, so it gets fresh ones.
+ * Piped into an HTTP response, it writes the response itself, one chunk at a time, into chunks
+ * that are reused once the socket has taken them (the write's callback): a fresh 1 MiB buffer per
+ * read costs a garbage collection every few dozen MiB, and once the heap's old generation is near
+ * its limit, a full one, which halved large downloads in a service that had been busy; a reader
+ * slower than the disk left every chunk to the collector. Any other destination, or a reader that
+ * iterates, gets fresh chunks through the usual stream machinery, since it might keep them.
  */
 export class FileRangeStream extends Readable {
   readonly #handle: FileHandle;
   readonly #end: number;
   #position: number;
-  #response: ServerResponse | undefined;
-  /** Chunks handed downstream and not known to be written yet. */
-  readonly #lent: Buffer[] = [];
+  #writing = false;
 
   constructor(handle: FileHandle, start: number, end: number) {
     super({ highWaterMark: READ_CHUNK_BYTES });
@@ -44,23 +38,46 @@ export class FileRangeStream extends Readable {
   }
 
   override pipe<T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T {
-    if (destination instanceof ServerResponse && !this.#response) {
-      this.#response = destination;
-      // 'finish' follows the last write's completion: every chunk lent is written by then.
-      destination.once('finish', () => recycle(this.#lent));
+    if (!(destination instanceof ServerResponse) || this.#writing || this.readableFlowing !== null) return super.pipe(destination, options);
+    this.#writing = true;
+    this.#writeTo(destination, options?.end !== false).catch((error: unknown) => this.destroy(error as Error));
+    return destination;
+  }
+
+  /**
+   * Reads and writes until the range is sent, waiting for the response to drain; stops when either
+   * side is destroyed (a client that went away stops the reads). The stream ends before the
+   * response does, so whoever watches it sees a finished source, not one cut short.
+   */
+  async #writeTo(response: ServerResponse, end: boolean): Promise<void> {
+    while (this.#position <= this.#end) {
+      if (this.destroyed || response.destroyed) return void this.destroy();
+      const length = Math.min(this.#end - this.#position + 1, READ_CHUNK_BYTES);
+      const chunk = (length === READ_CHUNK_BYTES && pool.pop()) || Buffer.allocUnsafeSlow(length);
+      const { bytesRead } = await this.#handle.read(chunk, 0, length, this.#position);
+      if (bytesRead === 0) throw new Error('The file ended before the bytes asked for.');
+      if (this.destroyed || response.destroyed) return void this.destroy();
+      this.#position += bytesRead;
+      // Called once the socket has taken the bytes, or failed to: either way the chunk is free.
+      const more = response.write(chunk.subarray(0, bytesRead), () => recycle(chunk));
+      if (!more) await drained(response);
     }
-    return super.pipe(destination, options);
+    this.push(null);
+    this.resume();
+    // Ended and closed (its file with it): a watcher that destroys an unfinished source when the
+    // response finishes must find this one finished.
+    await finished(this);
+    if (end) response.end();
   }
 
   override _read(): void {
-    if (this.#response && this.readableLength === 0 && (this.#response as Writable).writableLength === 0) recycle(this.#lent);
     const remaining = this.#end - this.#position + 1;
     if (remaining <= 0) {
       this.push(null);
       return;
     }
     const length = Math.min(remaining, READ_CHUNK_BYTES);
-    const chunk = (this.#response && pool.pop()) || Buffer.allocUnsafeSlow(length);
+    const chunk = Buffer.allocUnsafeSlow(length);
     this.#handle.read(chunk, 0, length, this.#position).then(
       ({ bytesRead }) => {
         if (bytesRead === 0) {
@@ -68,7 +85,6 @@ export class FileRangeStream extends Readable {
           return;
         }
         this.#position += bytesRead;
-        if (this.#response && this.#lent.push(chunk) > LENT_LIMIT) this.#lent.shift();
         this.push(chunk.subarray(0, bytesRead));
       },
       (error: unknown) => this.destroy(error as Error),
@@ -81,4 +97,17 @@ export class FileRangeStream extends Readable {
       (closeError: unknown) => callback(error ?? (closeError as Error)),
     );
   }
+}
+
+/** Resolves when the response wants more, or is gone. */
+function drained(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      response.off('drain', done);
+      response.off('close', done);
+      resolve();
+    };
+    response.on('drain', done);
+    response.on('close', done);
+  });
 }
