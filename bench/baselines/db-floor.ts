@@ -1,8 +1,8 @@
 /**
  * Baseline: the database work of the service alone, in a bare Fastify server (no plugins, no
  * logging, no validation), through the service's own functions on a pool made as the service's:
- * - POST /commit: what the service does in the database for each UploadFile (token lookup, bucket
- *   authorization, the insert of commitUpload), with no multipart, no file and no fsync of bytes:
+ * - POST /commit: what the service does in the database for each UploadFile (the token and bucket
+ *   authorization in one query, the insert of commitUpload), with no multipart, no file and no fsync of bytes:
  *   how many uploads per second the database lets through, the "commit floor". Answers the new
  *   file's key, so the metadata case can read the rows it made.
  *   With `?size=N` the bytes are real: N bytes written to its own store (BENCH_FLOOR_STORAGE_DIR).
@@ -26,8 +26,8 @@ import { createApp } from '../../src/services/apps.js';
 import { createBucket } from '../../src/services/buckets.js';
 import { findPublicFileByKey } from '../../src/services/downloadable-files.js';
 import { fileView, findLiveFile, findLiveFiles } from '../../src/services/files.js';
-import { appForToken, issueToken } from '../../src/services/tokens.js';
-import { authorizeUpload, commitUpload } from '../../src/services/uploads.js';
+import { issueToken } from '../../src/services/tokens.js';
+import { authorizeTokenUpload, commitUpload } from '../../src/services/uploads.js';
 import type { BlobWrite } from '../../src/storage/blob-store.js';
 import { DiskStore } from '../../src/storage/disk-store.js';
 
@@ -64,9 +64,8 @@ const baseUrl = 'http://127.0.0.1';
 
 app.post<{ Querystring: { size?: string } }>('/commit', async (request) => {
   const size = Number(request.query.size ?? 0);
-  const owner = await appForToken(db, accessToken);
   const fileName = `floor-${++sequence}.bin`;
-  const bucket = await authorizeUpload(db, owner, bucketId, fileName);
+  const bucket = await authorizeTokenUpload(db, accessToken, bucketId, fileName);
   const bytes = size > 0 ? await storage.write(Readable.from([randomBytes(size)]), { maxBytes: size }) : written();
   const stored = await commitUpload(ctx, bytes, { ...bucket, fileName, aliveDays: 1 });
   return { fileKey: stored.fileKey };

@@ -3,8 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError, invalid, invalidInput, problems, refused, resumableProblems } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
 import type { ResumableTarget } from '../services/resumable-uploads.js';
-import { appForToken } from '../services/tokens.js';
-import { authorizeUpload } from '../services/uploads.js';
+import { authorizeTokenUpload } from '../services/uploads.js';
 import { bindParameters, field, param } from './binding.js';
 
 const params = {
@@ -84,8 +83,7 @@ export async function validateCreation(request: FastifyRequest, maxUploadBytes: 
   const rethrow = (error: unknown): never => {
     throw asCreationRefusal(error);
   };
-  const appId = await appForToken(request.server.db, bound.AccessToken).catch(rethrow);
-  const bucket = await authorizeUpload(request.server.db, appId, bound.BucketId, fileName).catch(rethrow);
+  const { appId, ...bucket } = await authorizeTokenUpload(request.server.db, bound.AccessToken, bound.BucketId, fileName).catch(rethrow);
   // The token is a secret: it is not kept, nor echoed by HEAD.
   const kept = Object.fromEntries(Object.entries(metadata).filter(([key]) => key.toLowerCase() !== 'accesstoken'));
   return { appId, bucketId: bucket.bucketId, fileName, aliveDays: bound.AliveDays, size, metadata: kept };

@@ -4,8 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, invalidInput, problems, succeeded } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
 import { internetPath } from '../services/files.js';
-import { appForToken } from '../services/tokens.js';
-import { authorizeUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
+import { authorizeTokenUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
 import { bindRequest, field, param, type Bound, type Source } from './binding.js';
 import { contextOf } from './context.js';
 import { envelopeResponses, parametersSchema } from './operation.js';
@@ -83,8 +82,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
 
   /** The bucket for a token, reused when the parameters do not change between before and after the file. */
   const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; bucket: UploadBucket }> => {
-    const appId = await appForToken(fastify.db, bound.AccessToken);
-    return { key: `${bound.AccessToken}\n${bound.BucketId}`, bucket: await authorizeUpload(fastify.db, appId, bound.BucketId, fileName) };
+    return { key: `${bound.AccessToken}\n${bound.BucketId}`, bucket: await authorizeTokenUpload(fastify.db, bound.AccessToken, bound.BucketId, fileName) };
   };
 
   const receive = async (request: FastifyRequest, reply: FastifyReply) => {
