@@ -10,6 +10,7 @@ import { fromFileSystemError, isStorageError } from './errors.js';
 import { FILE_HIGH_WATER_MARK } from './high-water-marks.js';
 import type { ResumableBytes } from './resumable-bytes.js';
 import { RunningHashes } from './running-hashes.js';
+import { freshBytesArrived } from './young-collections.js';
 
 const ID = /^[a-f0-9]{32}$/;
 const PAGE_SIZE = 500;
@@ -106,6 +107,7 @@ class AppendTap extends EarlyFlush {
 
   protected override passing(chunk: Buffer): void {
     this.bytes += chunk.length;
+    freshBytesArrived(chunk.length);
     this.hash?.update(chunk);
   }
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { finished, Transform, type Readable } from 'node:stream';
 import { StorageError } from './errors.js';
 import { PASS_HIGH_WATER_MARK } from './high-water-marks.js';
+import { freshBytesArrived } from './young-collections.js';
 
 /** Counts and hashes the bytes that pass; refuses the first byte past maxBytes before passing it on. */
 export class Meter extends Transform {
@@ -14,6 +15,7 @@ export class Meter extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
     this.size += chunk.length;
+    freshBytesArrived(chunk.length);
     if (this.size > this.maxBytes) return done(new StorageError('too-large', `more than ${this.maxBytes} bytes`));
     this.#hash.update(chunk);
     done(null, chunk);

@@ -17,6 +17,7 @@ import type { ResumableBytes } from './resumable-bytes.js';
 import { RunningHashes } from './running-hashes.js';
 import { callS3, PartsInFlight, type Stored } from './s3-resumable-parts.js';
 import type { S3Store } from './s3-store.js';
+import { freshBytesArrived } from './young-collections.js';
 
 const ID = /^[a-f0-9]{32}$/;
 /** The tail object's metadata: the length of the parts it follows, so a tail a later part absorbed is recognised as stale. */
@@ -103,6 +104,7 @@ export class S3ResumableBytes implements ResumableBytes {
     receiving: for await (const chunk of untilFailure(source)) {
       hash?.update(chunk);
       received += chunk.length;
+      freshBytesArrived(chunk.length);
       let bytes = chunk;
       if (skipped < skip) {
         const dropped = Math.min(skip - skipped, bytes.length);
