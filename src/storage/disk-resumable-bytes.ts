@@ -1,4 +1,3 @@
-import type { Hash } from 'node:crypto';
 import { mkdir, open, opendir, rm, stat, truncate, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -10,6 +9,7 @@ import { fromFileSystemError, isStorageError } from './errors.js';
 import { FILE_HIGH_WATER_MARK } from './high-water-marks.js';
 import type { ResumableBytes } from './resumable-bytes.js';
 import { RunningHashes } from './running-hashes.js';
+import type { Sha256 } from './sha256-threads.js';
 import { freshBytesArrived } from './young-collections.js';
 
 const ID = /^[a-f0-9]{32}$/;
@@ -38,8 +38,8 @@ export class DiskResumableBytes implements ResumableBytes {
 
   async append(id: string, offset: number, source: Readable): Promise<number> {
     const file = this.#path(id);
+    const hash = this.#hashes.take(id, offset);
     try {
-      const hash = this.#hashes.take(id, offset);
       await truncate(file, offset);
       const handle = await open(file, 'r+');
       // The stream closes the handle at its end, after any flush still running on it.
@@ -56,14 +56,16 @@ export class DiskResumableBytes implements ResumableBytes {
       const size = await syncedSize(file);
       // Bytes that passed the tap but never reached the file (the stream was cut) leave the hash behind.
       if (hash && size === offset + tap.bytes) this.#hashes.keep(id, size, hash);
+      else hash?.drop();
       return size;
     } catch (error) {
+      hash?.drop();
       throw isStorageError(error) ? error : fromFileSystemError(error, 'not-found');
     }
   }
 
-  finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
-    return this.#store.adopt(this.#path(id), limits, this.#hashes.finish(id));
+  async finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
+    return this.#store.adopt(this.#path(id), limits, await this.#hashes.finish(id));
   }
 
   async remove(ids: readonly string[]): Promise<void> {
@@ -100,15 +102,15 @@ class AppendTap extends EarlyFlush {
 
   constructor(
     handle: FileHandle,
-    private readonly hash: Hash | undefined,
+    private readonly hash: Sha256 | undefined,
   ) {
     super(handle);
   }
 
-  protected override passing(chunk: Buffer): void {
+  protected override passing(chunk: Buffer): Promise<void> | undefined {
     this.bytes += chunk.length;
     freshBytesArrived(chunk.length);
-    this.hash?.update(chunk);
+    return this.hash?.update(chunk);
   }
 }
 

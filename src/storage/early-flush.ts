@@ -25,7 +25,7 @@ export class EarlyFlush extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
-    this.passing(chunk);
+    const behind = this.passing(chunk);
     this.#sinceFlush += chunk.length;
     if (this.#sinceFlush >= FLUSH_EVERY_BYTES && !this.#flushing) {
       this.#sinceFlush = 0;
@@ -35,9 +35,12 @@ export class EarlyFlush extends Transform {
         .catch(() => {})
         .finally(() => (this.#flushing = false));
     }
-    done(null, chunk);
+    if (behind) behind.then(() => done(null, chunk), done);
+    else done(null, chunk);
   }
 
-  /** For subclasses that look at the bytes on their way. */
-  protected passing(_chunk: Buffer): void {}
+  /** For subclasses that look at the bytes on their way; a promise holds the chunk back until it settles. */
+  protected passing(_chunk: Buffer): Promise<void> | undefined {
+    return undefined;
+  }
 }

@@ -1,13 +1,17 @@
-import { createHash } from 'node:crypto';
 import { finished, Transform, type Readable } from 'node:stream';
 import { StorageError } from './errors.js';
 import { PASS_HIGH_WATER_MARK } from './high-water-marks.js';
+import { Sha256 } from './sha256-threads.js';
 import { freshBytesArrived } from './young-collections.js';
 
-/** Counts and hashes the bytes that pass; refuses the first byte past maxBytes before passing it on. */
+/**
+ * Counts and hashes the bytes that pass; refuses the first byte past maxBytes before passing it on.
+ * It ends only once the hash of every byte is known.
+ */
 export class Meter extends Transform {
   size = 0;
-  readonly #hash = createHash('sha256');
+  readonly #hash = new Sha256();
+  #sha256: string | undefined;
 
   constructor(readonly maxBytes: number) {
     super({ highWaterMark: PASS_HIGH_WATER_MARK });
@@ -17,13 +21,27 @@ export class Meter extends Transform {
     this.size += chunk.length;
     freshBytesArrived(chunk.length);
     if (this.size > this.maxBytes) return done(new StorageError('too-large', `more than ${this.maxBytes} bytes`));
-    this.#hash.update(chunk);
-    done(null, chunk);
+    const behind = this.#hash.update(chunk);
+    if (behind) behind.then(() => done(null, chunk), done);
+    else done(null, chunk);
   }
 
-  /** Hex; call once, after the last byte. */
+  override _flush(done: (error?: Error | null) => void): void {
+    this.#hash.digest().then((hex) => {
+      this.#sha256 = hex;
+      done();
+    }, done);
+  }
+
+  override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
+    if (this.#sha256 === undefined) this.#hash.drop();
+    done(error);
+  }
+
+  /** Hex, once the meter has ended. */
   sha256(): string {
-    return this.#hash.digest('hex');
+    if (this.#sha256 === undefined) throw new Error('The meter has not ended: its sha256 is not known yet.');
+    return this.#sha256;
   }
 }
 

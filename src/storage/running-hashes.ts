@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto';
+import { Sha256 } from './sha256-threads.js';
 
 /** How many uploads' hashes one process keeps; past it, the least recently extended go. */
 const MAX_ENTRIES = 1000;
@@ -10,30 +10,36 @@ const MAX_ENTRIES = 1000;
  * hashed, has no entry here and is hashed from its file.
  */
 export class RunningHashes {
-  readonly #entries = new Map<string, { size: number; hash: Hash }>();
+  readonly #entries = new Map<string, { size: number; hash: Sha256 }>();
 
   /** The hash to extend with the bytes appended at `offset`, or undefined when this process does not know the bytes before it. */
-  take(id: string, offset: number): Hash | undefined {
+  take(id: string, offset: number): Sha256 | undefined {
     const entry = this.#entries.get(id);
     this.#entries.delete(id);
-    if (offset === 0) return createHash('sha256');
-    return entry?.size === offset ? entry.hash : undefined;
+    if (entry?.size === offset && offset > 0) return entry.hash;
+    entry?.hash.drop();
+    return offset === 0 ? new Sha256() : undefined;
   }
 
   /** After an append: `hash` covers exactly the first `size` bytes, now durable. */
-  keep(id: string, size: number, hash: Hash): void {
+  keep(id: string, size: number, hash: Sha256): void {
     this.#entries.set(id, { size, hash });
-    if (this.#entries.size > MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!);
+    if (this.#entries.size > MAX_ENTRIES) this.forget([this.#entries.keys().next().value!]);
   }
 
   /** The finished upload's size and hex digest, when known; forgets it either way. */
-  finish(id: string): { size: number; sha256: string } | undefined {
+  async finish(id: string): Promise<{ size: number; sha256: string } | undefined> {
     const entry = this.#entries.get(id);
     this.#entries.delete(id);
-    return entry && { size: entry.size, sha256: entry.hash.digest('hex') };
+    // A hash lost with its thread is only a head start lost: the bytes are hashed where they lie.
+    const sha256 = await entry?.hash.digest().catch(() => undefined);
+    return entry && sha256 !== undefined ? { size: entry.size, sha256 } : undefined;
   }
 
   forget(ids: readonly string[]): void {
-    for (const id of ids) this.#entries.delete(id);
+    for (const id of ids) {
+      this.#entries.get(id)?.hash.drop();
+      this.#entries.delete(id);
+    }
   }
 }

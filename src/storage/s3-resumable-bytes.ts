@@ -78,65 +78,75 @@ export class S3ResumableBytes implements ResumableBytes {
 
   async append(id: string, offset: number, source: Readable): Promise<number> {
     const hash = this.#hashes.take(id, offset);
-    const stored = await this.#stored(id);
-    const foundTail = stored.tail.length;
-    const foundPartBytes = stored.partBytes;
-    let skip = 0;
-    if (offset < stored.partBytes) {
-      // Parts went in after the last acknowledged offset (the answer or the state update was lost):
-      // the client sends those bytes again, which are the same bytes, so they are skipped.
-      skip = stored.partBytes - offset;
-      stored.tail = Buffer.alloc(0);
-    } else if (offset <= stored.partBytes + stored.tail.length) {
-      stored.tail = stored.tail.subarray(0, offset - stored.partBytes);
-    } else {
-      throw new StorageError('not-found', `s3: resumable upload has ${stored.partBytes + stored.tail.length} bytes, not ${offset}`);
-    }
-    // The tail object is rewritten only when its bytes change: cut, moved into a part, or grown.
-    let tailChanged = stored.tail.length !== foundTail;
-    let chunks: Buffer[] = [stored.tail];
-    let buffered = stored.tail.length;
-    let skipped = 0;
-    let received = 0;
-    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency);
-    // An upload keeps the part size it began with, whatever S3_PART_SIZE_BYTES says now.
-    const cut = stored.parts[0]?.Size ?? this.#cut;
-    receiving: for await (const chunk of untilFailure(source)) {
-      hash?.update(chunk);
-      received += chunk.length;
-      freshBytesArrived(chunk.length);
-      let bytes = chunk;
+    try {
+      const stored = await this.#stored(id);
+      const foundTail = stored.tail.length;
+      const foundPartBytes = stored.partBytes;
+      let skip = 0;
+      if (offset < stored.partBytes) {
+        // Parts went in after the last acknowledged offset (the answer or the state update was lost):
+        // the client sends those bytes again, which are the same bytes, so they are skipped.
+        skip = stored.partBytes - offset;
+        stored.tail = Buffer.alloc(0);
+      } else if (offset <= stored.partBytes + stored.tail.length) {
+        stored.tail = stored.tail.subarray(0, offset - stored.partBytes);
+      } else {
+        throw new StorageError('not-found', `s3: resumable upload has ${stored.partBytes + stored.tail.length} bytes, not ${offset}`);
+      }
+      // The tail object is rewritten only when its bytes change: cut, moved into a part, or grown.
+      let tailChanged = stored.tail.length !== foundTail;
+      let chunks: Buffer[] = [stored.tail];
+      let buffered = stored.tail.length;
+      let skipped = 0;
+      let received = 0;
+      const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency);
+      // An upload keeps the part size it began with, whatever S3_PART_SIZE_BYTES says now.
+      const cut = stored.parts[0]?.Size ?? this.#cut;
+      receiving: for await (const chunk of untilFailure(source)) {
+        const behind = hash?.update(chunk);
+        if (behind) await behind;
+        received += chunk.length;
+        freshBytesArrived(chunk.length);
+        let bytes = chunk;
+        if (skipped < skip) {
+          const dropped = Math.min(skip - skipped, bytes.length);
+          skipped += dropped;
+          bytes = bytes.subarray(dropped);
+          if (bytes.length === 0) continue;
+        }
+        chunks.push(bytes);
+        buffered += bytes.length;
+        tailChanged = true;
+        while (buffered >= cut) {
+          const all = Buffer.concat(chunks, buffered);
+          // Reading stops while every slot is busy: the request is held back, not buffered.
+          if (!(await parts.send(all.subarray(0, cut)))) break receiving;
+          chunks = [all.subarray(cut)];
+          buffered = chunks[0]!.length;
+        }
+      }
+      await parts.finish();
       if (skipped < skip) {
-        const dropped = Math.min(skip - skipped, bytes.length);
-        skipped += dropped;
-        bytes = bytes.subarray(dropped);
-        if (bytes.length === 0) continue;
+        hash?.drop();
+        return offset + skipped;
       }
-      chunks.push(bytes);
-      buffered += bytes.length;
-      tailChanged = true;
-      while (buffered >= cut) {
-        const all = Buffer.concat(chunks, buffered);
-        // Reading stops while every slot is busy: the request is held back, not buffered.
-        if (!(await parts.send(all.subarray(0, cut)))) break receiving;
-        chunks = [all.subarray(cut)];
-        buffered = chunks[0]!.length;
-      }
+      const tail = Buffer.concat(chunks, buffered);
+      // No tail after new parts needs no write: the old tail's base no longer matches, so it is ignored.
+      const emptiedByParts = tail.length === 0 && (foundTail === 0 || stored.partBytes > foundPartBytes);
+      if (tailChanged && !emptiedByParts) await this.#putTail(id, stored.partBytes, tail);
+      const size = stored.partBytes + tail.length;
+      // Only when the hash saw exactly the bytes stored: a tail put by a failed call leaves it behind.
+      if (hash && size === offset + received) this.#hashes.keep(id, size, hash);
+      else hash?.drop();
+      return size;
+    } catch (error) {
+      hash?.drop();
+      throw error;
     }
-    await parts.finish();
-    if (skipped < skip) return offset + skipped;
-    const tail = Buffer.concat(chunks, buffered);
-    // No tail after new parts needs no write: the old tail's base no longer matches, so it is ignored.
-    const emptiedByParts = tail.length === 0 && (foundTail === 0 || stored.partBytes > foundPartBytes);
-    if (tailChanged && !emptiedByParts) await this.#putTail(id, stored.partBytes, tail);
-    const size = stored.partBytes + tail.length;
-    // Only when the hash saw exactly the bytes stored: a tail put by a failed call leaves it behind.
-    if (hash && size === offset + received) this.#hashes.keep(id, size, hash);
-    return size;
   }
 
   async finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
-    const known = this.#hashes.finish(id);
+    const known = await this.#hashes.finish(id);
     const stored = await this.#stored(id);
     const size = stored.partBytes + stored.tail.length;
     const sha256 = known?.size === size ? known.sha256 : undefined;
