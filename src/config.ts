@@ -73,6 +73,8 @@ export interface S3Config {
   readonly prefix: string;
   readonly partSizeBytes: number;
   readonly uploadConcurrency: number;
+  /** Parts in flight across every upload of the instance stay under this many bytes (at least one part). */
+  readonly uploadMemoryBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -239,6 +241,7 @@ function s3Config(env: Env, maxUploadBytes: number): S3Config {
     prefix,
     partSizeBytes,
     uploadConcurrency: integer(env, 'S3_UPLOAD_CONCURRENCY', 4, 1, 64),
+    uploadMemoryBytes: integer(env, 'S3_UPLOAD_MEMORY_BYTES', Math.max(64 * MiB, partSizeBytes), partSizeBytes, Number.MAX_SAFE_INTEGER),
   });
 }
 

@@ -75,6 +75,7 @@ t.test('a bad value names its variable and never echoes a secret', async (t) => 
     [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_PART_SIZE_BYTES: '1048576' }, /^S3_PART_SIZE_BYTES must be between 5242880 and/],
     [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_PART_SIZE_BYTES: '5242880', MAX_UPLOAD_BYTES: '100000000000' }, /^S3_PART_SIZE_BYTES must be at least MAX_UPLOAD_BYTES \/ 10000/],
     [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_UPLOAD_CONCURRENCY: '0' }, /^S3_UPLOAD_CONCURRENCY must be between 1 and 64/],
+    [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_UPLOAD_MEMORY_BYTES: '1048576' }, /^S3_UPLOAD_MEMORY_BYTES must be between 16777216 and/],
   ];
   for (const [env, message] of cases) {
     const error = (() => {
@@ -105,6 +106,7 @@ t.test('the S3 settings and their defaults', async (t) => {
     prefix: '',
     partSizeBytes: 16 * 1024 * 1024,
     uploadConcurrency: 4,
+    uploadMemoryBytes: 64 * 1024 * 1024,
   });
   const selfHosted = loadConfig({
     STORAGE_BACKEND: 's3',
@@ -116,11 +118,14 @@ t.test('the S3 settings and their defaults', async (t) => {
     S3_PREFIX: 'service/',
     S3_PART_SIZE_BYTES: String(8 * 1024 * 1024),
     S3_UPLOAD_CONCURRENCY: '8',
+    S3_UPLOAD_MEMORY_BYTES: String(40 * 1024 * 1024),
   }).s3!;
   t.equal(selfHosted.endpoint, 'http://rgw.internal:7480');
   t.equal(selfHosted.forcePathStyle, true, 'path style by default with an endpoint');
   t.equal(selfHosted.prefix, 'service/');
   t.equal(selfHosted.partSizeBytes, 8 * 1024 * 1024);
   t.equal(selfHosted.uploadConcurrency, 8);
+  t.equal(selfHosted.uploadMemoryBytes, 40 * 1024 * 1024);
+  t.equal(loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_PART_SIZE_BYTES: String(100 * 1024 * 1024) }).s3!.uploadMemoryBytes, 100 * 1024 * 1024, 'room for one part at least');
   t.equal(loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'https://s3.example.com', S3_FORCE_PATH_STYLE: 'false' }).s3!.forcePathStyle, false);
 });

@@ -16,7 +16,7 @@ const PART_SIZE = 5 * MiB;
 async function newStore(t: Test, options: Partial<S3StoreOptions> = {}, bucket = testBucketName(t)): Promise<S3Store> {
   const client = createS3Client(s3TestConfig(bucket));
   t.teardown(() => client.destroy());
-  const store = new S3Store(client, { bucket, prefix: '', partSize: PART_SIZE, concurrency: 2, instanceId: 'test-instance', ...options });
+  const store = new S3Store(client, { bucket, prefix: '', partSize: PART_SIZE, concurrency: 2, partSlots: 3, instanceId: 'test-instance', ...options });
   await store.prepare();
   return store;
 }
@@ -35,6 +35,14 @@ t.test('S3 store', { skip: whyNoS3() }, async (t) => {
     const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
     const listing = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
     t.same(listing.Contents?.map((object) => object.Key), [`p/${key.slice(0, 2)}/${key}`]);
+  });
+
+  t.test('uploads that share one part slot between them each store their own bytes', async (t) => {
+    const store = await newStore(t, { partSlots: 1, concurrency: 3 });
+    const bodies = [1, 2, 3].map((n) => randomBytes(n * PART_SIZE + 1234));
+    const keys = await Promise.all(bodies.map((body) => putBytes(store, body)));
+    for (const [i, key] of keys.entries()) t.ok((await readBytes(store, key))?.equals(bodies[i]!), `upload ${i + 1} of ${i + 2} parts reads back whole`);
+    t.same(await incompleteWrites(store), [], 'every multipart upload completed');
   });
 
   t.test('a write that fails after some parts were sent aborts its multipart upload', async (t) => {
@@ -125,7 +133,7 @@ t.test('S3 store', { skip: whyNoS3() }, async (t) => {
     const bucket = 'never-created-bucket';
     const client = createS3Client(s3TestConfig(bucket, { S3_ENDPOINT: 'http://127.0.0.1:9' }));
     t.teardown(() => client.destroy());
-    const store = new S3Store(client, { bucket, prefix: '', partSize: PART_SIZE, concurrency: 2, instanceId: 'test-instance' });
+    const store = new S3Store(client, { bucket, prefix: '', partSize: PART_SIZE, concurrency: 2, partSlots: 3, instanceId: 'test-instance' });
     await t.rejects(store.checkWritable(), { name: 'StorageError', kind: 'unavailable' });
     await t.rejects(store.open('f'.repeat(32)), { name: 'StorageError', kind: 'unavailable' });
     await t.rejects(store.write(streamOf(randomChunks(6 * MiB)), { maxBytes: 10 * MiB }), { name: 'StorageError', kind: 'unavailable' });
@@ -136,7 +144,7 @@ t.test('S3 store', { skip: whyNoS3() }, async (t) => {
     const bucket = testBucketName(t);
     const client = createS3Client(s3TestConfig(bucket, { S3_SECRET_ACCESS_KEY: 'not-the-secret-key-at-all' }));
     t.teardown(() => client.destroy());
-    const store = new S3Store(client, { bucket, prefix: '', partSize: PART_SIZE, concurrency: 2, instanceId: 'test-instance' });
+    const store = new S3Store(client, { bucket, prefix: '', partSize: PART_SIZE, concurrency: 2, partSlots: 3, instanceId: 'test-instance' });
     const error = (await store.prepare().catch((error: unknown) => error)) as Error;
     t.match(error.message, /^S3_BUCKET "test-[0-9a-f]+" (could not be checked|does not exist and could not be created): .*HTTP 403/);
     t.notMatch(error.message, /not-the-secret-key-at-all/, 'the secret is not in the message');

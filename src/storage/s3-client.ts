@@ -41,6 +41,7 @@ export function createS3Store(s3: S3Config, instanceId: string): S3Store {
     prefix: s3.prefix,
     partSize: s3.partSizeBytes,
     concurrency: s3.uploadConcurrency,
+    partSlots: Math.floor(s3.uploadMemoryBytes / s3.partSizeBytes),
     instanceId,
   });
 }

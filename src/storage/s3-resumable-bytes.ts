@@ -14,6 +14,7 @@ import type { Readable } from 'node:stream';
 import type { BlobWrite } from './blob-store.js';
 import { isStorageError, StorageError } from './errors.js';
 import type { ResumableBytes } from './resumable-bytes.js';
+import { PartAssembler, PartBuffers, plainPart } from './part-buffers.js';
 import { RunningHashes } from './running-hashes.js';
 import { callS3, PartsInFlight, type Stored } from './s3-resumable-parts.js';
 import type { S3Store } from './s3-store.js';
@@ -54,6 +55,8 @@ export class S3ResumableBytes implements ResumableBytes {
   readonly #bucket: string;
   readonly #folder: string;
   readonly #cut: number;
+  /** Parts of the usual size are assembled in these; their slots are the file store's. */
+  readonly #buffers: PartBuffers;
   readonly #concurrency: number;
   readonly #store: S3Store;
   readonly #hashes = new RunningHashes();
@@ -67,6 +70,7 @@ export class S3ResumableBytes implements ResumableBytes {
     this.#cut = Math.max(MIN_PART_BYTES, Math.floor(options.partSize / 2), Math.ceil(options.maxUploadBytes / (MAX_PARTS - 1)));
     this.#concurrency = options.concurrency;
     this.#store = options.store;
+    this.#buffers = new PartBuffers(this.#cut, options.store.partBuffers.slots);
   }
 
   /** The bucket is checked or created by the blob store. */
@@ -78,6 +82,7 @@ export class S3ResumableBytes implements ResumableBytes {
 
   async append(id: string, offset: number, source: Readable): Promise<number> {
     const hash = this.#hashes.take(id, offset);
+    let part: PartAssembler | undefined;
     try {
       const stored = await this.#stored(id);
       const foundTail = stored.tail.length;
@@ -95,14 +100,23 @@ export class S3ResumableBytes implements ResumableBytes {
       }
       // The tail object is rewritten only when its bytes change: cut, moved into a part, or grown.
       let tailChanged = stored.tail.length !== foundTail;
-      let chunks: Buffer[] = [stored.tail];
-      let buffered = stored.tail.length;
       let skipped = 0;
       let received = 0;
-      const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency);
+      const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency, this.#buffers.slots);
       // An upload keeps the part size it began with, whatever S3_PART_SIZE_BYTES says now.
       const cut = stored.parts[0]?.Size ?? this.#cut;
-      receiving: for await (const chunk of untilFailure(source)) {
+      part = new PartAssembler(cut === this.#buffers.size ? this.#buffers : new PartBuffers(cut, this.#buffers.slots));
+      const assembled = part;
+      /** Adds bytes to the parts; false once a part has failed. Reading stops while every slot is busy: the request is held back, not buffered. */
+      const add = async (bytes: Buffer): Promise<boolean> => {
+        for (let rest = bytes; rest.length > 0; ) {
+          rest = assembled.add(rest);
+          if (assembled.full && !(await parts.send(assembled.take()))) return false;
+        }
+        return true;
+      };
+      const sending = await add(stored.tail);
+      for await (const chunk of sending ? untilFailure(source) : []) {
         const behind = hash?.update(chunk);
         if (behind) await behind;
         received += chunk.length;
@@ -114,23 +128,16 @@ export class S3ResumableBytes implements ResumableBytes {
           bytes = bytes.subarray(dropped);
           if (bytes.length === 0) continue;
         }
-        chunks.push(bytes);
-        buffered += bytes.length;
         tailChanged = true;
-        while (buffered >= cut) {
-          const all = Buffer.concat(chunks, buffered);
-          // Reading stops while every slot is busy: the request is held back, not buffered.
-          if (!(await parts.send(all.subarray(0, cut)))) break receiving;
-          chunks = [all.subarray(cut)];
-          buffered = chunks[0]!.length;
-        }
+        if (!(await add(bytes))) break;
       }
       await parts.finish();
       if (skipped < skip) {
+        part.release();
         hash?.drop();
         return offset + skipped;
       }
-      const tail = Buffer.concat(chunks, buffered);
+      const tail = part.copy();
       // No tail after new parts needs no write: the old tail's base no longer matches, so it is ignored.
       const emptiedByParts = tail.length === 0 && (foundTail === 0 || stored.partBytes > foundPartBytes);
       if (tailChanged && !emptiedByParts) await this.#putTail(id, stored.partBytes, tail);
@@ -140,6 +147,7 @@ export class S3ResumableBytes implements ResumableBytes {
       else hash?.drop();
       return size;
     } catch (error) {
+      part?.release();
       hash?.drop();
       throw error;
     }
@@ -230,8 +238,8 @@ export class S3ResumableBytes implements ResumableBytes {
 
   /** The last part, at completion. */
   async #uploadPart(id: string, stored: Stored, body: Buffer): Promise<void> {
-    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, 1);
-    await parts.send(body);
+    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, 1, this.#buffers.slots);
+    await parts.send(plainPart(body));
     await parts.finish();
   }
 

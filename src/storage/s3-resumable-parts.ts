@@ -1,5 +1,6 @@
 import { UploadPartCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
 import { fromS3Error, httpStatus, StorageError } from './errors.js';
+import type { PartBody, PartSlots } from './part-buffers.js';
 
 /** A resumable upload as the store holds it. */
 export interface Stored {
@@ -23,7 +24,8 @@ export async function callS3<T>(request: Promise<T>): Promise<T> {
 
 /**
  * The parts one append sends, numbered after the stored ones, at most `concurrency` in flight (each
- * holds its bytes until answered). `stored` learns of them only once every one is in, in order.
+ * holds its bytes until answered) and only while `slots` has room. `stored` learns of them only once
+ * every one is in, in order.
  */
 export class PartsInFlight {
   readonly #inFlight = new Set<Promise<void>>();
@@ -37,19 +39,26 @@ export class PartsInFlight {
     private readonly key: string,
     private readonly stored: Stored,
     private readonly concurrency: number,
+    private readonly slots: PartSlots,
   ) {
     this.#next = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
   }
 
-  /** Starts sending `body` as the next part; resolves when there is room for another, false once one has failed. */
-  async send(body: Buffer): Promise<boolean> {
+  /** Starts sending `part` as the next part; resolves when there is room for another, false once one has failed. */
+  async send(part: PartBody): Promise<boolean> {
+    await this.slots.acquire();
     const PartNumber = this.#next++;
+    const body = part.bytes;
     const sending = callS3(
       this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.stored.uploadId, PartNumber, Body: body, ContentLength: body.length })),
     )
       .then(({ ETag }) => void this.#sent.push({ PartNumber, ETag, Size: body.length }))
       .catch((error: unknown) => void (this.#failure ??= { error }))
-      .finally(() => this.#inFlight.delete(sending));
+      .finally(() => {
+        this.#inFlight.delete(sending);
+        this.slots.release();
+        part.done();
+      });
     this.#inFlight.add(sending);
     while (this.#inFlight.size >= this.concurrency && !this.#failure) await Promise.race(this.#inFlight);
     return !this.#failure;

@@ -14,6 +14,7 @@ import { finished } from 'node:stream/promises';
 import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
 import { describeS3Error, fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
 import { meter } from './meter.js';
+import { PartAssembler, PartBuffers, PartSlots } from './part-buffers.js';
 import { S3UploadClaims } from './s3-upload-claims.js';
 import { PartUpload, S3Write, type Pending } from './s3-write.js';
 
@@ -32,6 +33,8 @@ export interface S3StoreOptions {
   partSize: number;
   /** Parts of one upload in flight at once: memory per upload stays under partSize × concurrency. */
   concurrency: number;
+  /** Parts in flight at once across every upload of the instance (resumable ones included). */
+  partSlots: number;
   /** Entries per page of listObjects() and listIncompleteWrites(); at most 1000. */
   pageSize?: number;
   /** Names this instance's multipart uploads, so another instance can abort them once its lease lapses. */
@@ -51,8 +54,9 @@ export class S3Store implements BlobStore {
   readonly #client: S3Client;
   readonly #bucket: string;
   readonly #prefix: string;
-  readonly #partSize: number;
   readonly #concurrency: number;
+  /** The buffers parts are assembled in; their slots are shared with resumable uploads. */
+  readonly partBuffers: PartBuffers;
   readonly #pageSize: number;
   readonly #claims: S3UploadClaims;
   #healthyUntil = 0;
@@ -61,7 +65,7 @@ export class S3Store implements BlobStore {
     this.#client = client;
     this.#bucket = options.bucket;
     this.#prefix = options.prefix;
-    this.#partSize = options.partSize;
+    this.partBuffers = new PartBuffers(options.partSize, new PartSlots(options.partSlots));
     this.#concurrency = options.concurrency;
     this.#pageSize = Math.min(options.pageSize ?? 1000, 1000);
     this.#claims = new S3UploadClaims(client, options.bucket, options.prefix, options.instanceId);
@@ -99,26 +103,23 @@ export class S3Store implements BlobStore {
 
   async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
     const key = newStorageKey();
-    const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims);
+    const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims, this.partBuffers.slots);
     const metered = meter(source, maxBytes);
-    let chunks: Buffer[] = [];
-    let buffered = 0;
+    const part = new PartAssembler(this.partBuffers);
     try {
       // Reading stops while all part slots are busy: the request is held back, not buffered.
       for await (const chunk of metered as AsyncIterable<Buffer>) {
-        chunks.push(chunk);
-        buffered += chunk.length;
-        if (buffered < this.#partSize) continue;
-        const part = Buffer.concat(chunks, buffered);
-        chunks = [];
-        buffered = 0;
-        await upload.send(part);
+        for (let rest = chunk; rest.length > 0; ) {
+          rest = part.add(rest);
+          if (part.full) await upload.send(part.take());
+        }
       }
-      if (!upload.started) return new S3Write(this.#client, this.#bucket, key, this.objectKey(key), metered.size, metered.sha256(), Buffer.concat(chunks, buffered), this.#claims);
-      if (buffered > 0) await upload.send(Buffer.concat(chunks, buffered));
+      if (!upload.started) return new S3Write(this.#client, this.#bucket, key, this.objectKey(key), metered.size, metered.sha256(), part.copy(), this.#claims);
+      if (part.length > 0) await upload.send(part.take());
       const parts = await upload.finish();
       return new S3Write(this.#client, this.#bucket, key, this.objectKey(key), metered.size, metered.sha256(), { uploadId: upload.uploadId!, parts }, this.#claims);
     } catch (error) {
+      part.release();
       await upload.abort();
       // The source's own error, or 'too-large' from the meter, as is; a failure of the store as a StorageError.
       throw metered.errored === error || isStorageError(error) ? error : fromS3Error(error);

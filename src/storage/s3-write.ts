@@ -10,11 +10,13 @@ import {
 } from '@aws-sdk/client-s3';
 import type { BlobWrite } from './blob-store.js';
 import { fromS3Error, StorageError } from './errors.js';
+import type { PartBody, PartSlots } from './part-buffers.js';
 import type { S3UploadClaims } from './s3-upload-claims.js';
 
 /**
  * The parts of one multipart upload, at most `concurrency` of them in memory at once (in flight or
- * waiting). The upload is created with its first part, so a small body never makes one.
+ * being filled), and in flight only while `slots` has room. The upload is created with its first
+ * part, so a small body never makes one.
  */
 export class PartUpload {
   uploadId: string | undefined;
@@ -29,21 +31,29 @@ export class PartUpload {
     private readonly objectKey: string,
     private readonly concurrency: number,
     private readonly claims: S3UploadClaims,
+    private readonly slots: PartSlots,
   ) {}
 
   get started(): boolean {
     return this.uploadId !== undefined;
   }
 
-  /** Starts sending `body` as the next part; resolves when there is room for the next one. */
-  async send(body: Buffer): Promise<void> {
-    if (!this.uploadId) {
-      this.uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.objectKey }))).UploadId;
-      if (!this.uploadId) throw new StorageError('unavailable', 's3: no UploadId in the answer');
-      await this.claims.claim(this.key, this.objectKey, this.uploadId);
+  /** Starts sending `part` as the next part; resolves when there is room for the next one. Its memory is freed either way. */
+  async send(part: PartBody): Promise<void> {
+    try {
+      if (!this.uploadId) {
+        this.uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.objectKey }))).UploadId;
+        if (!this.uploadId) throw new StorageError('unavailable', 's3: no UploadId in the answer');
+        await this.claims.claim(this.key, this.objectKey, this.uploadId);
+      }
+      await this.slots.acquire();
+    } catch (error) {
+      part.done();
+      throw error;
     }
     const PartNumber = this.#parts.length + 1;
     this.#parts.push({ PartNumber });
+    const body = part.bytes;
     const sending = this.client
       .send(new UploadPartCommand({ Bucket: this.bucket, Key: this.objectKey, UploadId: this.uploadId, PartNumber, Body: body, ContentLength: body.length }))
       .then(({ ETag }) => {
@@ -52,7 +62,11 @@ export class PartUpload {
       .catch((error: unknown) => {
         this.#failure ??= { error };
       })
-      .finally(() => this.#inFlight.delete(sending));
+      .finally(() => {
+        this.#inFlight.delete(sending);
+        this.slots.release();
+        part.done();
+      });
     this.#inFlight.add(sending);
     // The next part is read while this many are in flight, so at most `concurrency` are held.
     while (this.#inFlight.size >= this.concurrency && !this.#failure) await Promise.race(this.#inFlight);
