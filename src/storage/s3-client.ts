@@ -24,7 +24,7 @@ export function createS3Client(s3: S3Config): S3Client {
     credentials: s3.accessKeyId && s3.secretAccessKey ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } : undefined,
     maxAttempts: S3_MAX_ATTEMPTS,
     // undici rather than node:http: Node's HTTP client copies every chunk of a body it receives into
-    // a buffer of its own, and relaying a download from the store cost the service twice the CPU.
+    // a fresh buffer, whose pages a download from the store then faults in again and again.
     requestHandler: new UndiciHttpHandler({
       dispatcher: { connect: { timeout: S3_CONNECT_TIMEOUT_MS }, headersTimeout: S3_ANSWER_TIMEOUT_MS, bodyTimeout: S3_IDLE_TIMEOUT_MS },
     }),
