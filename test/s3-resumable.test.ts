@@ -256,6 +256,31 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });
 
+  t.test('an instance that has seen an upload finds the parts another instance added, and finds it gone once removed', async (t) => {
+    const bucket = testBucketName(t);
+    await startService(t, { env: s3ServiceEnv(bucket) });
+    const client = createS3Client(s3TestConfig(bucket));
+    t.teardown(() => client.destroy());
+    const store = createS3Store(s3TestConfig(bucket), 'test');
+    const options = { bucket, prefix: '', partSize: 5 * MiB, concurrency: 2, maxUploadBytes: 64 * MiB, store };
+    const [a, b] = [new S3ResumableBytes(client, options), new S3ResumableBytes(client, options)];
+    const id = randomBytes(16).toString('hex');
+    const content = randomBytes(16 * MiB);
+    await a.create(id);
+    t.equal(await a.append(id, 0, Readable.from([content.subarray(0, 6 * MiB)])), 6 * MiB, 'a part and a tail, through a');
+    t.equal(await b.append(id, 6 * MiB, Readable.from([content.subarray(6 * MiB, 11 * MiB)])), 11 * MiB, 'a part through b');
+    t.equal(await a.append(id, 11 * MiB, Readable.from([content.subarray(11 * MiB)])), content.length, 'a finds the part b added');
+    t.equal(sha256(await finishAndRead(a, store, id)), sha256(content), 'each byte once, in order');
+    await a.remove([id]);
+
+    const ended = randomBytes(16).toString('hex');
+    await a.create(ended);
+    t.equal(await a.append(ended, 0, Readable.from([content.subarray(0, 6 * MiB)])), 6 * MiB);
+    await b.remove([ended]);
+    await t.rejects(a.append(ended, 6 * MiB, Readable.from([content.subarray(6 * MiB, 12 * MiB)])), { name: 'StorageError', kind: 'not-found' });
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] }, 'nothing stored for the removed upload');
+  });
+
   t.test('the file orphan sweep leaves a resumable upload with state alone, and sweeps it once its state is gone', async (t) => {
     const { a, bucket, token, bucketId } = await twoInstances(t);
     const id = await create(a.base, token, bucketId, 6 * MiB + 1, 'kept.bin');

@@ -27,6 +27,8 @@ const MiB = 1024 * 1024;
 /** S3 refuses smaller parts but the last. */
 const MIN_PART_BYTES = 5 * MiB;
 const MAX_PARTS = 10_000;
+/** Uploads whose multipart upload id an instance remembers; past this, the oldest is forgotten and listed again if needed. */
+const REMEMBERED_UPLOADS = 10_000;
 
 export interface S3ResumableBytesOptions {
   bucket: string;
@@ -60,6 +62,11 @@ export class S3ResumableBytes implements ResumableBytes {
   readonly #concurrency: number;
   readonly #store: S3Store;
   readonly #hashes = new RunningHashes();
+  /**
+   * Upload id → its multipart upload's id, which never changes while the upload lasts: a PATCH then
+   * lists only the parts, not the bucket's multipart uploads before them.
+   */
+  readonly #uploadIdOf = new Map<string, string>();
 
   constructor(client: S3Client, options: S3ResumableBytesOptions) {
     this.#client = client;
@@ -156,6 +163,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
     const known = await this.#hashes.finish(id);
     const stored = await this.#stored(id);
+    this.#uploadIdOf.delete(id);
     const size = stored.partBytes + stored.tail.length;
     const sha256 = known?.size === size ? known.sha256 : undefined;
     if (stored.parts.length === 0) {
@@ -172,6 +180,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async remove(ids: readonly string[]): Promise<void> {
     this.#hashes.forget(ids);
     for (const id of ids) {
+      this.#uploadIdOf.delete(id);
       await callS3(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
@@ -213,8 +222,17 @@ export class S3ResumableBytes implements ResumableBytes {
   }
 
   async #listParts(id: string): Promise<Part[] & { uploadId: string }> {
-    const [uploadId] = await this.#uploadIds(id);
-    if (!uploadId) throw new StorageError('not-found', 's3: no such resumable upload');
+    const uploadId = this.#uploadIdOf.get(id) ?? (await this.#firstUploadId(id));
+    try {
+      return await this.#partsOf(id, uploadId);
+    } catch (error) {
+      // Ended meanwhile, on any instance.
+      if (isStorageError(error, 'not-found')) this.#uploadIdOf.delete(id);
+      throw error;
+    }
+  }
+
+  async #partsOf(id: string, uploadId: string): Promise<Part[] & { uploadId: string }> {
     const parts: Part[] = [];
     let PartNumberMarker: string | undefined;
     do {
@@ -224,6 +242,18 @@ export class S3ResumableBytes implements ResumableBytes {
     } while (PartNumberMarker);
     parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
     return Object.assign(parts, { uploadId });
+  }
+
+  /**
+   * The upload's multipart upload: the first the store lists at its key, as every instance finds it
+   * (a retried creation can begin two; the other one gets no part).
+   */
+  async #firstUploadId(id: string): Promise<string> {
+    const [uploadId] = await this.#uploadIds(id);
+    if (!uploadId) throw new StorageError('not-found', 's3: no such resumable upload');
+    if (this.#uploadIdOf.size >= REMEMBERED_UPLOADS) this.#uploadIdOf.delete(this.#uploadIdOf.keys().next().value!);
+    this.#uploadIdOf.set(id, uploadId);
+    return uploadId;
   }
 
   async #getTail(id: string): Promise<{ bytes: Buffer; base: number } | undefined> {
