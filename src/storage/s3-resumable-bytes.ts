@@ -1,11 +1,8 @@
 import {
-  AbortMultipartUploadCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
-  ListMultipartUploadsCommand,
   ListObjectsV2Command,
-  ListPartsCommand,
   PutObjectCommand,
   type Part,
   type S3Client,
@@ -16,6 +13,7 @@ import { isStorageError, StorageError } from './errors.js';
 import type { ResumableBytes } from './resumable-bytes.js';
 import { PartAssembler, PartBuffers, plainPart } from './part-buffers.js';
 import { RunningHashes } from './running-hashes.js';
+import { ResumableMultipartUploads } from './s3-multipart-uploads.js';
 import { callS3, PartsInFlight, type Stored } from './s3-resumable-parts.js';
 import type { S3Store } from './s3-store.js';
 import { freshBytesArrived } from './young-collections.js';
@@ -27,8 +25,6 @@ const MiB = 1024 * 1024;
 /** S3 refuses smaller parts but the last. */
 const MIN_PART_BYTES = 5 * MiB;
 const MAX_PARTS = 10_000;
-/** Uploads whose multipart upload id an instance remembers; past this, the oldest is forgotten and listed again if needed. */
-const REMEMBERED_UPLOADS = 10_000;
 
 export interface S3ResumableBytesOptions {
   bucket: string;
@@ -48,9 +44,9 @@ export interface S3ResumableBytesOptions {
  * Each incomplete upload is an S3 multipart upload begun at the object key of the file it becomes
  * (the storage key is the upload's id), plus an object `<prefix>resumable/<id>.tail` with the
  * acknowledged bytes that do not fill a part yet (S3 refuses non-final parts under 5 MiB).
- * Everything is found again from the id alone (ListMultipartUploads, ListParts), so any instance
- * resumes any upload. Completion sends the tail as the last part and hands the multipart upload to
- * the upload flow, which completes it: no byte is written twice.
+ * Everything is found again from the id alone (ListMultipartUploads, once per instance, then
+ * ListParts), so any instance resumes any upload. Completion sends the tail as the last part and
+ * hands the multipart upload to the upload flow, which completes it: no byte is written twice.
  */
 export class S3ResumableBytes implements ResumableBytes {
   readonly #client: S3Client;
@@ -62,11 +58,7 @@ export class S3ResumableBytes implements ResumableBytes {
   readonly #concurrency: number;
   readonly #store: S3Store;
   readonly #hashes = new RunningHashes();
-  /**
-   * Upload id → its multipart upload's id, which never changes while the upload lasts: a PATCH then
-   * lists only the parts, not the bucket's multipart uploads before them.
-   */
-  readonly #uploadIdOf = new Map<string, string>();
+  readonly #uploads: ResumableMultipartUploads;
 
   constructor(client: S3Client, options: S3ResumableBytesOptions) {
     this.#client = client;
@@ -77,6 +69,7 @@ export class S3ResumableBytes implements ResumableBytes {
     this.#cut = Math.max(MIN_PART_BYTES, Math.floor(options.partSize / 2), Math.ceil(options.maxUploadBytes / (MAX_PARTS - 1)));
     this.#concurrency = options.concurrency;
     this.#store = options.store;
+    this.#uploads = new ResumableMultipartUploads(client, options.bucket);
     this.#buffers = new PartBuffers(this.#cut, options.store.partBuffers.slots);
   }
 
@@ -163,12 +156,12 @@ export class S3ResumableBytes implements ResumableBytes {
   async finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
     const known = await this.#hashes.finish(id);
     const stored = await this.#stored(id);
-    this.#uploadIdOf.delete(id);
+    this.#uploads.forget(this.#key(id));
     const size = stored.partBytes + stored.tail.length;
     const sha256 = known?.size === size ? known.sha256 : undefined;
     if (stored.parts.length === 0) {
       // Smaller than one part: the tail is the whole file, put on commit like a small UploadFile's.
-      await this.#abortUploads(id);
+      await this.#uploads.abort(this.#key(id));
       return this.#store.adopt(id, stored.tail, size, limits, sha256);
     }
     if (stored.tail.length > 0) await this.#uploadPart(id, stored, stored.tail);
@@ -180,11 +173,10 @@ export class S3ResumableBytes implements ResumableBytes {
   async remove(ids: readonly string[]): Promise<void> {
     this.#hashes.forget(ids);
     for (const id of ids) {
-      this.#uploadIdOf.delete(id);
       await callS3(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
-      await this.#abortUploads(id);
+      await this.#uploads.abort(this.#key(id));
     }
   }
 
@@ -207,7 +199,7 @@ export class S3ResumableBytes implements ResumableBytes {
 
   /** The upload as the store holds it; a tail whose base is not the parts' length is stale (a part absorbed it). */
   async #stored(id: string): Promise<Stored> {
-    const [listed, tailObject] = await Promise.all([this.#listParts(id), this.#getTail(id)]);
+    const [listed, tailObject] = await Promise.all([this.#uploads.parts(this.#key(id)), this.#getTail(id)]);
     // Parts count from the first up to a gap. Every part but the last has the size of the first, so a
     // part that went in while an earlier one of its PATCH failed holds the bytes of its own place: it
     // counts once the gap is filled (or is sent again over itself).
@@ -219,41 +211,6 @@ export class S3ResumableBytes implements ResumableBytes {
     const partBytes = parts.reduce((sum, part) => sum + (part.Size ?? 0), 0);
     const tail = tailObject && tailObject.base === partBytes ? tailObject.bytes : Buffer.alloc(0);
     return { uploadId: listed.uploadId, parts, partBytes, tail };
-  }
-
-  async #listParts(id: string): Promise<Part[] & { uploadId: string }> {
-    const uploadId = this.#uploadIdOf.get(id) ?? (await this.#firstUploadId(id));
-    try {
-      return await this.#partsOf(id, uploadId);
-    } catch (error) {
-      // Ended meanwhile, on any instance.
-      if (isStorageError(error, 'not-found')) this.#uploadIdOf.delete(id);
-      throw error;
-    }
-  }
-
-  async #partsOf(id: string, uploadId: string): Promise<Part[] & { uploadId: string }> {
-    const parts: Part[] = [];
-    let PartNumberMarker: string | undefined;
-    do {
-      const answer = await callS3(this.#client.send(new ListPartsCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId: uploadId, PartNumberMarker })));
-      parts.push(...(answer.Parts ?? []));
-      PartNumberMarker = answer.IsTruncated ? answer.NextPartNumberMarker : undefined;
-    } while (PartNumberMarker);
-    parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    return Object.assign(parts, { uploadId });
-  }
-
-  /**
-   * The upload's multipart upload: the first the store lists at its key, as every instance finds it
-   * (a retried creation can begin two; the other one gets no part).
-   */
-  async #firstUploadId(id: string): Promise<string> {
-    const [uploadId] = await this.#uploadIds(id);
-    if (!uploadId) throw new StorageError('not-found', 's3: no such resumable upload');
-    if (this.#uploadIdOf.size >= REMEMBERED_UPLOADS) this.#uploadIdOf.delete(this.#uploadIdOf.keys().next().value!);
-    this.#uploadIdOf.set(id, uploadId);
-    return uploadId;
   }
 
   async #getTail(id: string): Promise<{ bytes: Buffer; base: number } | undefined> {
@@ -277,20 +234,6 @@ export class S3ResumableBytes implements ResumableBytes {
     await callS3(this.#client.send(
       new PutObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id), Body: tail, ContentLength: tail.length, Metadata: { [TAIL_BASE]: String(base) } }),
     ));
-  }
-
-  async #uploadIds(id: string): Promise<string[]> {
-    const Key = this.#key(id);
-    const answer = await callS3(this.#client.send(new ListMultipartUploadsCommand({ Bucket: this.#bucket, Prefix: Key })));
-    return (answer.Uploads ?? []).filter((upload) => upload.Key === Key && upload.UploadId).map((upload) => upload.UploadId!);
-  }
-
-  async #abortUploads(id: string): Promise<void> {
-    for (const UploadId of await this.#uploadIds(id)) {
-      await callS3(this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id), UploadId }))).catch((error: unknown) => {
-        if (!isStorageError(error, 'not-found')) throw error;
-      });
-    }
   }
 
   /** The multipart upload's key: the object key of the file it becomes. */
