@@ -1,7 +1,13 @@
-import helmet from '@fastify/helmet';
 import underPressure from '@fastify/under-pressure';
 import fp from 'fastify-plugin';
-import { closeWhileShuttingDown, OVERLOAD_RETRY_AFTER_SECONDS, refuseWhileShuttingDown, SECURITY_HEADERS } from '../src/http/protection.js';
+import {
+  addSecurityHeaders,
+  closeWhileShuttingDown,
+  OVERLOAD_RETRY_AFTER_SECONDS,
+  refuseWhileShuttingDown,
+  SECURITY_HEADERS,
+  securityHeaders,
+} from '../src/http/protection.js';
 
 /**
  * What the service adds or refuses before any handler runs: security headers, the shutdown
@@ -11,7 +17,7 @@ import { closeWhileShuttingDown, OVERLOAD_RETRY_AFTER_SECONDS, refuseWhileShutti
 export default fp(
   async (fastify) => {
     const { config } = fastify;
-    await fastify.register(helmet, SECURITY_HEADERS);
+    fastify.addHook('onRequest', addSecurityHeaders(securityHeaders(SECURITY_HEADERS)));
     fastify.addHook('onRequest', refuseWhileShuttingDown(() => fastify.lifecycle.shuttingDown));
     fastify.addHook('onSend', closeWhileShuttingDown(() => fastify.lifecycle.shuttingDown));
     await fastify.register(underPressure, {
