@@ -99,17 +99,19 @@ function profileMarkdown(title: string, summary: ProfileSummary): string {
 
 /** After the service stopped: its profile's summary in bench/results/profile-<db>.md, and the top of it in the log. */
 export async function reportProfile(db: DatabaseKind, log: (line: string) => void): Promise<void> {
-  const name = `service-${db}.cpuprofile`;
-  if (!(await readdir(profileDir)).includes(name)) {
-    log(`no CPU profile was written for ${db}`);
+  const dir = path.join(profileDir, `service-${db}`);
+  // CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile: thread 0 is the main thread.
+  const name = (await readdir(dir).catch(() => [])).find((file) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(file));
+  if (!name) {
+    log(`no CPU profile of the main thread was written for ${db}`);
     return;
   }
-  const summary = await summarizeProfile(path.join(profileDir, name));
+  const summary = await summarizeProfile(path.join(dir, name));
   const markdown = profileMarkdown(`Service CPU profile (${db})`, summary);
   await writeFile(path.join(resultsDir, `profile-${db}.md`), markdown);
   log(`CPU profile (${db}), self time of the main thread:`);
   for (const c of summary.categories.slice(0, 10)) log(`    ${(c.share * 100).toFixed(1).padStart(5)} %  ${c.name}`);
   log(`  top functions:`);
   for (const f of summary.functions.slice(0, 10)) log(`    ${(f.share * 100).toFixed(1).padStart(5)} %  ${f.name}  ${f.where || f.category}`);
-  log(`  full summary: bench/results/profile-${db}.md, profile: bench/results/profiles/${name}`);
+  log(`  full summary: bench/results/profile-${db}.md, profile: bench/results/profiles/service-${db}/${name}`);
 }

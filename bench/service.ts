@@ -59,7 +59,8 @@ export async function startService(setup: ServiceSetup): Promise<{ child: Child;
   const port = await freePort();
   const args = [
     ...SERVER_NODE_FLAGS,
-    ...(setup.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${setup.cpuProfDir}`, `--cpu-prof-name=service-${setup.db}.cpuprofile`] : []),
+    // Node's default names: a fixed --cpu-prof-name would let the hashing threads overwrite the main thread's profile.
+    ...(setup.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(setup.cpuProfDir, `service-${setup.db}`)}`] : []),
     SERVER_ENTRY,
   ];
   const child = startChild(`service (${setup.db})`, process.execPath, args, serviceEnv(setup, port));
