@@ -25,8 +25,13 @@ export interface BucketsTable {
   open_to_upload: boolean;
   app_id: string;
   created_at: CreatedAt;
-  /** Its file rows, expired or not: kept exact by triggers on files (migration 0004). */
-  file_count: ColumnType<number, never, never>;
+}
+
+/** A bucket's file rows, expired or not, are the sum of its slots: kept exact by triggers on files (migrations 0004, 0006). */
+export interface BucketFileCountsTable {
+  bucket_id: number;
+  slot: number;
+  n: number;
 }
 
 export interface FilesTable {
@@ -88,6 +93,7 @@ export interface Database {
   apps: AppsTable;
   access_tokens: AccessTokensTable;
   buckets: BucketsTable;
+  bucket_file_counts: BucketFileCountsTable;
   files: FilesTable;
   download_secrets: DownloadSecretsTable;
   service_state: ServiceStateTable;

@@ -80,15 +80,12 @@ function selectBuckets(db: Kysely<Database>) {
   return db
     .selectFrom('buckets as b')
     .select(['b.bucket_id', 'b.name', 'b.open_to_read', 'b.open_to_upload', 'b.app_id'])
-    .select((eb) =>
-      // The kept count of rows, less those expired and not swept yet: expired files count as gone
-      // everywhere. The second term reads only the bucket's expired rows (files_bucket_expires_at).
-      eb
-        .selectFrom('files as f')
-        .select(sql<number>`b.file_count - count(*)`.as('n'))
-        .whereRef('f.bucket_id', '=', 'b.bucket_id')
-        .where('f.expires_at', '<=', sql<Date>`now()`)
-        .as('file_count'),
+    // The kept count of rows (the sum of the bucket's slots), less those expired and not swept yet:
+    // expired files count as gone everywhere. The second term reads only the bucket's expired rows
+    // (files_bucket_expires_at).
+    .select(
+      sql<number>`(SELECT coalesce(sum(c.n), 0) FROM bucket_file_counts c WHERE c.bucket_id = b.bucket_id)::bigint
+        - (SELECT count(*) FROM files f WHERE f.bucket_id = b.bucket_id AND f.expires_at <= now())`.as('file_count'),
     );
 }
 
