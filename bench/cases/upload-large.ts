@@ -1,14 +1,14 @@
 /** upload-large: one large file, one stream, against the bare upload server without and with fsync. */
 import { MiB, newClient } from '../load.js';
-import { compare, measure, type Outcome } from '../measure.js';
+import { compare, type Outcome } from '../measure.js';
 import { fmt, formatValue, sizeLabel } from '../format.js';
 import type { Metric } from '../results.js';
 import { serviceName, type Context } from './common.js';
-import { uploadVariants, type Send } from './uploads.js';
+import { measureUploads, uploadVariants, type Send } from './uploads.js';
 
 export async function uploadLarge(ctx: Context): Promise<void> {
   const { opts } = ctx;
-  const single = (origin: string, send: Send, after?: () => Promise<void>) => {
+  const single = (origin: string, send: Send) => {
     return async (warmup: boolean): Promise<Outcome> => {
       const size = warmup ? opts.warmLargeSize : opts.largeSize;
       const client = newClient(origin);
@@ -20,13 +20,12 @@ export async function uploadLarge(ctx: Context): Promise<void> {
         await client.close();
       }
       const seconds = (performance.now() - started) / 1000;
-      await after?.();
       // Secondary: how long the answer took after the last byte (the fsync and commit at the end).
       return { value: size / MiB / seconds, secondary: afterLastByteMs === undefined ? undefined : afterLastByteMs / 1000 };
     };
   };
   const variants = uploadVariants(ctx, 'large', { unit: 'MiB/s', secondaryUnit: 's after the last byte' }, single);
-  const metrics = await measure(ctx, 'upload-large', variants);
+  const metrics = await measureUploads(ctx, 'upload-large', variants);
   const title = `Upload ${sizeLabel(opts.largeSize)}, 1 stream`;
   const bare = metrics.get('bare node:http')!;
   const durable = metrics.get('bare node:http + fsync')!;
