@@ -2,12 +2,12 @@ import type { IncomingMessage } from 'node:http';
 import { Server, type ServerOptions } from '@tus/server';
 import { ERRORS, EVENTS, type Upload } from '@tus/utils';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NodeRequest } from 'srvx/node';
 import { ApiError, invalidInput, refused, resumableMessages, resumableProblems, type Envelope } from '../errors.js';
 import { internetPath } from '../services/files.js';
 import { completeResumable, findResumable, newUploadId, type ResumableTarget } from '../services/resumable-uploads.js';
 import { isStorageError } from '../storage/errors.js';
 import { sendApiError } from './envelope.js';
+import { fetchRequest } from './fetch-request.js';
 import { publicBaseUrl } from './public-url.js';
 import { asCreationRefusal, validateCreation } from './resumable-creation.js';
 import { LeaseLocker, noLocker, ServiceDataStore, uploadLocked, type TusError } from './tus-adapters.js';
@@ -144,7 +144,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
     requestIds.set(request.raw, request.id);
     let response: Response;
     try {
-      response = await tus.handleWeb(new NodeRequest({ req: request.raw, res: reply.raw }) as unknown as Request);
+      response = await tus.handleWeb(fetchRequest(request.raw, reply.raw));
     } finally {
       if (state.completed) datastore.forgetCompleted(state.completed);
     }
