@@ -271,17 +271,18 @@ t.test('DELETE terminates an upload: 204, state and bytes gone', async (t) => {
 });
 
 t.test('an abandoned upload expires after its last PATCH: 410, then the sweep removes it', async (t) => {
-  const s = await setup(t, { RESUMABLE_UPLOAD_EXPIRY_SECONDS: '1' });
+  const s = await setup(t, { RESUMABLE_UPLOAD_EXPIRY_SECONDS: '2' });
   const created = await create(s, 100, 'late.txt');
   const location = created.headers.location!;
-  await sleep(600);
+  await sleep(1100);
   const patched = await tusRequest(location, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, randomBytes(10));
   t.equal(patched.status, 204);
   const expires = Date.parse(patched.headers['upload-expires'] as string);
-  t.ok(expires > Date.now() - 1000, 'Upload-Expires moves with each PATCH');
-  await sleep(600);
+  // The header counts whole seconds: 1.1 s later, the expiry it names is at least 1 s later.
+  t.ok(expires - Date.parse(created.headers['upload-expires'] as string) >= 1000, 'the PATCH answer names the expiry it moved on');
+  await sleep(1100);
   t.equal((await tusRequest(location, 'HEAD', {})).status, 200, 'the PATCH pushed the expiry on');
-  await sleep(1000);
+  await sleep(1500);
   const gone = await tusRequest(location, 'HEAD', {});
   t.equal(gone.status, 410);
   const { sweepExpiredResumables } = await import('../src/services/resumable-uploads.js');
@@ -302,6 +303,12 @@ t.test('two PATCHes of one upload never interleave: the second waits or is refus
   t.same([a.status, b.status].sort(), [204, 409], 'one wrote, the other found the offset moved');
   const head = await tusRequest(location, 'HEAD', {});
   t.equal(head.headers['upload-offset'], String(2 * MiB));
+  const lock = await s.service.app.db
+    .selectFrom('resumable_uploads')
+    .select(['lock_token', 'locked_until'])
+    .where('upload_id', '=', location.split('/').pop()!)
+    .executeTakeFirstOrThrow();
+  t.same(lock, { lock_token: null, locked_until: null }, 'no lock outlives the answers');
 });
 
 t.test('tus-js-client uploads in chunks and the file arrives whole', async (t) => {

@@ -99,7 +99,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
     },
   };
   const { resumableUploads, resumableReceivedBytes } = fastify.metrics;
-  const datastore = new ServiceDataStore(ctx, (upload) => targets.get(upload), (bytes) => resumableReceivedBytes.inc(bytes));
+  const datastore = new ServiceDataStore(ctx, (upload) => targets.get(upload), (bytes) => resumableReceivedBytes.inc(bytes), leases);
   const tus = new Server({ ...options, datastore });
   tus.on(EVENTS.POST_CREATE, () => resumableUploads.inc({ event: 'created' }));
   tus.on(EVENTS.POST_TERMINATE, () => resumableUploads.inc({ event: 'terminated' }));

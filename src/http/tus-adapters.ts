@@ -9,12 +9,14 @@ import {
   findResumable,
   LOCK_LEASE_MS,
   removeResumable,
+  renewLockResumable,
   sweepExpiredResumables,
   tryLockResumable,
   unlockResumable,
   type ResumableContext,
   type ResumableTarget,
 } from '../services/resumable-uploads.js';
+import type { ResumableUploadRow } from '../../db/schema.js';
 
 /** The tus extensions offered, in the order OPTIONS lists them. */
 export const TUS_EXTENSIONS = ['creation', 'creation-with-upload', 'termination', 'expiration'];
@@ -46,6 +48,8 @@ export class ServiceDataStore extends DataStore {
     private readonly targetOf: (upload: Upload) => ResumableTarget | undefined,
     /** Told how many bytes each request added. */
     private readonly received: (bytes: number) => void,
+    /** The locks this instance holds, with the rows they read. */
+    private readonly locks: LeaseLocker,
   ) {
     super();
     this.extensions = [...TUS_EXTENSIONS];
@@ -71,24 +75,37 @@ export class ServiceDataStore extends DataStore {
   override async getUpload(id: string): Promise<Upload> {
     const completed = this.#justCompleted.get(id);
     if (completed) return completed;
-    const row = await findResumable(this.ctx.db, id);
+    const held = this.locks.held(id);
+    const row = held?.row ?? (await findResumable(this.ctx.db, id));
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.expires_at.getTime() <= Date.now()) throw ERRORS.FILE_NO_LONGER_EXISTS;
-    return new Upload({
+    const upload = new Upload({
       id,
       size: row.size_bytes,
       offset: row.offset_bytes,
       metadata: JSON.parse(row.metadata) as Record<string, string | null>,
-      // @tus/server dates expiry from creation_date; here an upload expires after its last PATCH.
-      creation_date: new Date(row.expires_at.getTime() - this.ctx.expiryMs).toISOString(),
+      creation_date: this.#creationDate(row.expires_at),
     });
+    if (held) held.upload = upload;
+    return upload;
+  }
+
+  /** @tus/server dates expiry from creation_date; here an upload expires after its last PATCH. */
+  #creationDate(expiresAt: Date): string {
+    return new Date(expiresAt.getTime() - this.ctx.expiryMs).toISOString();
   }
 
   override async write(source: Readable, id: string, offset: number): Promise<number> {
-    const row = await findResumable(this.ctx.db, id);
+    const held = this.locks.held(id);
+    const row = held?.row ?? (await findResumable(this.ctx.db, id));
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.offset_bytes !== offset) throw ERRORS.INVALID_OFFSET;
-    const newOffset = await appendResumable(this.ctx, row, source);
+    const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, held?.token);
+    if (held) {
+      // The answer's Upload-Expires: the expiry this PATCH moved on.
+      if (held.upload) held.upload.creation_date = this.#creationDate(expiresAt);
+      held.released();
+    }
     this.received(newOffset - offset);
     return newOffset;
   }
@@ -110,37 +127,68 @@ export class ServiceDataStore extends DataStore {
 /** How often a waiting request tries the lock again. */
 const LOCK_POLL_MS = 200;
 
+/** A lock this instance holds, and what was read under it. */
+interface HeldLock {
+  readonly token: string;
+  /** The row as the lock read it: no other request changes it while the lock holds. */
+  readonly row: ResumableUploadRow;
+  /** The upload @tus/server works on, once it has read it. */
+  upload?: Upload;
+  /** The append's update gave the lock back: unlock() has nothing left to do in the database. */
+  released(): void;
+}
+
 /**
  * One writer per upload across every instance: a lease in the upload's row, renewed while the
  * request runs. A second request waits for the first to finish (up to one lease, enough for an
  * instance that died holding it) and then gets 423; it never cuts the first one off.
  */
 export class LeaseLocker implements Locker {
+  readonly #held = new Map<string, HeldLock>();
+
   constructor(private readonly ctx: ResumableContext) {}
+
+  /** The lock a request of this instance holds on the upload, if any. */
+  held(id: string): HeldLock | undefined {
+    return this.#held.get(id);
+  }
 
   newLock(id: string): Lock {
     const { db } = this.ctx;
     const token = randomBytes(16).toString('hex');
     let renewal: NodeJS.Timeout | undefined;
+    let inDatabase = false;
+    const forget = () => {
+      clearInterval(renewal);
+      if (this.#held.get(id)?.token === token) this.#held.delete(id);
+    };
     return {
       lock: async (signal) => {
         const deadline = Date.now() + LOCK_LEASE_MS + 2 * LOCK_POLL_MS;
+        let outcome: Awaited<ReturnType<typeof tryLockResumable>>;
         for (;;) {
-          const outcome = await tryLockResumable(db, id, token);
+          outcome = await tryLockResumable(db, id, token);
           // A missing upload needs no lock: the handler answers 404 for it.
           if (outcome !== 'busy') break;
           if (signal.aborted) throw ERRORS.ABORTED;
           if (Date.now() > deadline) throw uploadLocked;
           await sleep(LOCK_POLL_MS);
         }
+        if (outcome === 'missing') return;
+        inDatabase = true;
         renewal = setInterval(() => {
-          tryLockResumable(db, id, token).catch((error: unknown) => this.ctx.log.warn({ err: error }, 'resumable upload lock not renewed'));
+          renewLockResumable(db, id, token).catch((error: unknown) => this.ctx.log.warn({ err: error }, 'resumable upload lock not renewed'));
         }, LOCK_LEASE_MS / 3);
         renewal.unref();
+        // An upload being completed is not found: its row is read again, and the handler answers 404.
+        if (outcome.completing_since === null) {
+          this.#held.set(id, { token, row: outcome, released: () => ((inDatabase = false), forget()) });
+        }
       },
       unlock: async () => {
-        clearInterval(renewal);
-        await unlockResumable(db, id, token);
+        forget();
+        if (inDatabase) await unlockResumable(db, id, token);
+        inDatabase = false;
       },
     };
   }

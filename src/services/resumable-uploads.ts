@@ -58,15 +58,30 @@ export async function findResumable(db: Kysely<Database>, uploadId: string): Pro
 /**
  * Appends a PATCH body. Whatever happens to the request, the bytes that reached the store durably
  * are recorded as the new offset (a dropped connection resumes after them), and the expiry moves on.
+ * Given the token of the lock the request holds, the same update releases it: one commit less per PATCH.
  */
-export async function appendResumable(ctx: ResumableContext, row: ResumableUploadRow, source: Readable): Promise<number> {
+export async function appendResumable(
+  ctx: ResumableContext,
+  row: ResumableUploadRow,
+  source: Readable,
+  lockToken?: string,
+): Promise<{ offset: number; expiresAt: Date }> {
   const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source);
+  const expiresAt = new Date(Date.now() + ctx.expiryMs);
+  const held = sql<boolean>`lock_token = ${lockToken ?? null}`;
   await ctx.db
     .updateTable('resumable_uploads')
-    .set({ offset_bytes: offset, expires_at: new Date(Date.now() + ctx.expiryMs) })
+    .set({
+      offset_bytes: offset,
+      expires_at: expiresAt,
+      ...(lockToken && {
+        lock_token: sql<string | null>`CASE WHEN ${held} THEN NULL ELSE lock_token END`,
+        locked_until: sql<Date | null>`CASE WHEN ${held} THEN NULL ELSE locked_until END`,
+      }),
+    })
     .where('upload_id', '=', row.upload_id)
     .execute();
-  return offset;
+  return { offset, expiresAt };
 }
 
 /** Termination, expiry, or the end of a completion: state first, then bytes. */
@@ -150,21 +165,28 @@ export async function sweepOrphanResumables(ctx: ResumableContext, olderThanMs =
 
 /** How long a lock holds without renewal: an instance that dies mid-PATCH blocks its upload at most this long. */
 export const LOCK_LEASE_MS = 10_000;
+const leaseEnd = sql<Date>`now() + ${`${LOCK_LEASE_MS} milliseconds`}::interval`;
 
 /**
- * Takes the upload's lock if it is free (or its lease ran out); true when taken. A lease in the
+ * Takes the upload's lock if it is free (or its lease ran out); the row when taken. A lease in the
  * row rather than a held connection or advisory lock: a PATCH streams for minutes, and the
  * embedded database has a single connection.
  */
-export async function tryLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<'locked' | 'busy' | 'missing'> {
-  const result = await db
+export async function tryLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<ResumableUploadRow | 'busy' | 'missing'> {
+  const row = await db
     .updateTable('resumable_uploads')
-    .set({ lock_token: lockToken, locked_until: sql<Date>`now() + ${`${LOCK_LEASE_MS} milliseconds`}::interval` })
+    .set({ lock_token: lockToken, locked_until: leaseEnd })
     .where('upload_id', '=', uploadId)
     .where((eb) => eb.or([eb('lock_token', 'is', null), eb('locked_until', '<', sql<Date>`now()`), eb('lock_token', '=', lockToken)]))
+    .returningAll()
     .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 1) return 'locked';
+  if (row) return row;
   return (await findResumable(db, uploadId)) ? 'busy' : 'missing';
+}
+
+/** Extends a lock the token still holds; never takes one that was released meanwhile. */
+export async function renewLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<void> {
+  await db.updateTable('resumable_uploads').set({ locked_until: leaseEnd }).where('upload_id', '=', uploadId).where('lock_token', '=', lockToken).execute();
 }
 
 export async function unlockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<void> {
