@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { Client } from 'undici';
-import { fileContent, MiB, newClient, newSeed } from '../load.js';
+import { callJson, fileContent, MiB, newClient, newSeed } from '../load.js';
 import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { sizeLabel } from '../format.js';
 import { prepareService, startService } from '../service.js';
@@ -43,9 +43,9 @@ function* take(content: Iterator<Buffer>, length: number): Generator<Buffer> {
 
 /**
  * Creates the upload, sends it in PATCHes of 16 MiB, and checks the last answer names the stored
- * file; resolves with the seconds the last PATCH took (it also stores the file, like UploadFile).
+ * file; resolves with its FileKey and the seconds the last PATCH took (it also stores the file, like UploadFile).
  */
-async function resumableUpload(client: Client, run: ServiceRun, size: number): Promise<number> {
+async function resumableUpload(client: Client, run: ServiceRun, size: number): Promise<{ fileKey: number; lastSeconds: number }> {
   const { instance } = run;
   const seed = newSeed();
   const created = await client.request({
@@ -81,32 +81,62 @@ async function resumableUpload(client: Client, run: ServiceRun, size: number): P
     lastSeconds = (performance.now() - sentAt) / 1000;
   }
   if (!fileKey) throw new Error('the last PATCH named no Upload-File-Key');
-  return lastSeconds;
+  return { fileKey: Number(fileKey), lastSeconds };
 }
 
 /** Resumable against multipart on one service; `store` names where its bytes go. */
 async function compareOn(ctx: Context, run: ServiceRun, store: string): Promise<void> {
   const { opts } = ctx;
   const db = run.instance.db;
-  const timed = (send: (client: Client, size: number) => Promise<number | undefined>) => async (warmup: boolean): Promise<Outcome> => {
+  // Each run writes its GiB into page cache that the previous run's file, deleted just before,
+  // has freed: on this machine such pages are written several times faster than fresh ones, and
+  // with files kept the first runs of the rotation (A B B A A B) got the fast pages and the last
+  // the slow ones, so one variant's median came from the fast runs and the other's from the slow.
+  const written: number[] = [];
+  const dropWritten = async (): Promise<void> => {
+    for (const key of written.splice(0)) {
+      const reply = await callJson(run.instance.origin, '/API/DeleteFile', { AccessToken: run.instance.token, FileKey: key });
+      if (reply.json.Code !== 0) throw new Error(`DeleteFile ${key}: ${JSON.stringify(reply.json)}`);
+      run.ledger.deleted.add(key);
+    }
+  };
+  const timed = (send: (client: Client, size: number) => Promise<{ fileKey: number; lastSeconds?: number }>) => async (warmup: boolean): Promise<Outcome> => {
     const size = warmup ? opts.warmLargeSize : opts.largeSize;
     const client = newClient(run.instance.origin);
     const started = performance.now();
-    let secondary: number | undefined;
+    let sent: { fileKey: number; lastSeconds?: number };
     try {
-      secondary = await send(client, size);
+      sent = await send(client, size);
     } finally {
       await client.close();
     }
-    return { value: size / MiB / ((performance.now() - started) / 1000), secondary };
+    const value = size / MiB / ((performance.now() - started) / 1000);
+    written.push(sent.fileKey);
+    return { value, secondary: sent.lastSeconds };
   };
   const tusName = `resumable (${db}, ${store})`;
   const formName = `UploadFile (${db}, ${store})`;
   const variants: Variant[] = [
-    { name: tusName, pid: run.instance.child.pid, unit: 'MiB/s', secondaryUnit: 's for the last PATCH', dbPids: run.dbPids, run: timed((client, size) => resumableUpload(client, run, size)) },
-    { name: formName, pid: run.instance.child.pid, unit: 'MiB/s', dbPids: run.dbPids, run: timed(async (client, size) => void (await uploadToService(client, run, 'large', size))) },
+    {
+      name: tusName,
+      pid: run.instance.child.pid,
+      unit: 'MiB/s',
+      secondaryUnit: 's for the last PATCH',
+      dbPids: run.dbPids,
+      prepare: dropWritten,
+      run: timed((client, size) => resumableUpload(client, run, size)),
+    },
+    {
+      name: formName,
+      pid: run.instance.child.pid,
+      unit: 'MiB/s',
+      dbPids: run.dbPids,
+      prepare: dropWritten,
+      run: timed(async (client, size) => ({ fileKey: (await uploadToService(client, run, 'large', size)).key })),
+    },
   ];
   const metrics = await measure(ctx, 'resumable-large', variants);
+  await dropWritten();
   compare(ctx, {
     caseId: 'resumable-large',
     title: `Resumable upload ${sizeLabel(opts.largeSize)} in 16 MiB PATCHes vs UploadFile (${store})`,
