@@ -76,7 +76,7 @@ export class ServiceDataStore extends DataStore {
     const completed = this.#justCompleted.get(id);
     if (completed) return completed;
     const held = this.locks.held(id);
-    const row = held?.row ?? (await findResumable(this.ctx.db, id));
+    const row = await this.#rowOf(id, held);
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.expires_at.getTime() <= Date.now()) throw ERRORS.FILE_NO_LONGER_EXISTS;
     const upload = new Upload({
@@ -95,9 +95,14 @@ export class ServiceDataStore extends DataStore {
     return new Date(expiresAt.getTime() - this.ctx.expiryMs).toISOString();
   }
 
+  /** The row the request's lock read, or the committed row when it holds none. */
+  async #rowOf(id: string, held: HeldLock | undefined): Promise<ResumableUploadRow | undefined> {
+    return held?.row ?? findResumable(this.ctx.db, id);
+  }
+
   override async write(source: Readable, id: string, offset: number): Promise<number> {
     const held = this.locks.held(id);
-    const row = held?.row ?? (await findResumable(this.ctx.db, id));
+    const row = await this.#rowOf(id, held);
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.offset_bytes !== offset) throw ERRORS.INVALID_OFFSET;
     const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, held?.token);
@@ -182,7 +187,14 @@ export class LeaseLocker implements Locker {
         renewal.unref();
         // An upload being completed is not found: its row is read again, and the handler answers 404.
         if (outcome.completing_since === null) {
-          this.#held.set(id, { token, row: outcome, released: () => ((inDatabase = false), forget()) });
+          this.#held.set(id, {
+            token,
+            row: outcome,
+            released: () => {
+              inDatabase = false;
+              forget();
+            },
+          });
         }
       },
       unlock: async () => {

@@ -68,13 +68,13 @@ export async function appendResumable(
 ): Promise<{ offset: number; expiresAt: Date }> {
   const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source);
   const expiresAt = new Date(Date.now() + ctx.expiryMs);
-  const held = sql<boolean>`lock_token = ${lockToken ?? null}`;
+  const held = lockToken && sql<boolean>`lock_token = ${lockToken}`;
   await ctx.db
     .updateTable('resumable_uploads')
     .set({
       offset_bytes: offset,
       expires_at: expiresAt,
-      ...(lockToken && {
+      ...(held && {
         lock_token: sql<string | null>`CASE WHEN ${held} THEN NULL ELSE lock_token END`,
         locked_until: sql<Date | null>`CASE WHEN ${held} THEN NULL ELSE locked_until END`,
       }),
