@@ -13,14 +13,17 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** dist/bench → the repository's compiled output. */
 export const SERVER_ENTRY = path.resolve(here, '../src/server.js');
-/** The Node.js flags `npm start` runs the service with: the bench measures the service as it is started. */
-export const SERVER_NODE_FLAGS = startScriptFlags(path.resolve(here, '../../package.json'));
+/** The Node.js flags and environment `npm start` runs the service with: the bench measures the service as it is started. */
+const START_SCRIPT = (JSON.parse(readFileSync(path.resolve(here, '../../package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+export const SERVER_NODE_FLAGS = START_SCRIPT.filter((word) => word.startsWith('--'));
+/** The `NAME=value` words before `node`, such as the allocator's settings. */
+export const SERVER_START_ENV: Record<string, string> = Object.fromEntries(
+  START_SCRIPT.slice(0, START_SCRIPT.indexOf('node'))
+    .map((word) => /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word))
+    .filter((match) => match !== null)
+    .map((match) => [match[1]!, match[2]!]),
+);
 const BASELINE_DIR = path.join(here, 'baselines');
-
-function startScriptFlags(packageJson: string): string[] {
-  const start = (JSON.parse(readFileSync(packageJson, 'utf8')) as { scripts: { start: string } }).scripts.start;
-  return start.split(/\s+/).filter((word) => word.startsWith('--'));
-}
 
 export interface Child {
   name: string;

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { callJson, GiB } from './load.js';
-import { freePort, SERVER_ENTRY, SERVER_NODE_FLAGS, startChild, waitForHttp, type Child } from './processes.js';
+import { freePort, SERVER_ENTRY, SERVER_NODE_FLAGS, SERVER_START_ENV, startChild, waitForHttp, type Child } from './processes.js';
 
 export type DatabaseKind = 'embedded' | 'postgres';
 
@@ -38,6 +38,7 @@ export interface ServiceSetup {
 function serviceEnv(setup: ServiceSetup, port: number): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? '',
+    ...SERVER_START_ENV,
     NODE_ENV: 'production',
     PORT: String(port),
     HOST: '127.0.0.1',
