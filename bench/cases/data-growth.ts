@@ -1,11 +1,12 @@
 /**
  * data-growth: one bucket filled with more and more files (rows inserted directly, as many real
  * empty objects as OBJECTS_STORED), and at each size the same metadata reads; then ViewAllFiles of
- * the whole bucket (first byte, the service's memory rise) and DeleteBucket of it (duration, and
- * other requests' latency meanwhile). Prints the table "cost as the data grows".
+ * the whole bucket (first byte, the service's memory rise), DeleteBucket of it, and the sweeps
+ * emptying a bucket of as many expired files (durations, and other requests' latency meanwhile).
+ * Prints the table "cost as the data grows".
  */
 import { createHash } from 'node:crypto';
-import { access, mkdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { Client } from 'undici';
@@ -15,11 +16,16 @@ import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { memoryOf } from '../processes.js';
 import type { Metric } from '../results.js';
 import { serviceName, type Context, type ServiceRun } from './common.js';
+import { deleteBucket, sweepExpired, type ProbeBucket, type Purge } from './data-growth-purges.js';
 
 /** Bucket sizes, smallest first: the full run reaches a million files, the quick run stops earlier. */
 const SIZES = { full: [1_000, 100_000, 1_000_000], quick: [1_000, 20_000] };
-/** Files that also get a real (empty) object, so that DeleteBucket removes bytes too. */
+/** Files that also get a real (empty) object, so that DeleteBucket and the expiry sweep remove bytes too. */
 const OBJECTS_STORED = 10_000;
+/** Objects without a row, older than the orphan sweep's hour, beside the expired bucket's. */
+const ORPHANS = 1_000;
+const LIVE = '30 days';
+const EXPIRED = '-1 minute';
 const INSERT_CHUNK = 100_000;
 const READ_OPS = ['ViewOneFile', 'ViewMultiFiles', 'ViewBucketDetail'] as const;
 type ReadOp = (typeof READ_OPS)[number];
@@ -48,14 +54,14 @@ async function createBucket(run: ServiceRun, prefix: string): Promise<number> {
  * first reads of each page write it again; then a checkpoint, so that the measured reads do not
  * share the disk and the cores with the server flushing the fill.
  */
-async function fill(pool: pg.Pool, bucketId: number, from: number, to: number): Promise<void> {
+async function fill(pool: pg.Pool, bucketId: number, from: number, to: number, expiresIn = LIVE): Promise<void> {
   for (let start = from + 1; start <= to; start += INSERT_CHUNK) {
     const end = Math.min(to, start + INSERT_CHUNK - 1);
     await pool.query(
       `INSERT INTO files (bucket_id, real_file_name, file_extension, size_bytes, upload_time, alive_days, expires_at, storage_key, sha256)
-       SELECT $1, 'file-' || i || '.bin', '.bin', 0, now(), 30, now() + interval '30 days', ${keySql(bucketId)}, ${keySql(bucketId)} || ${keySql(bucketId)}
+       SELECT $1, 'file-' || i || '.bin', '.bin', 0, now(), 30, now() + $4::interval, ${keySql(bucketId)}, ${keySql(bucketId)} || ${keySql(bucketId)}
        FROM generate_series($2::int, $3::int) AS i`,
-      [bucketId, start, end],
+      [bucketId, start, end, expiresIn],
     );
   }
   await pool.query('VACUUM (ANALYZE) files');
@@ -63,19 +69,23 @@ async function fill(pool: pg.Pool, bucketId: number, from: number, to: number): 
   await pool.query('CHECKPOINT');
 }
 
-/** Empty objects for files 1 … count, where the disk store keeps them. */
-async function storeObjects(objectsDir: string, bucketId: number, count: number): Promise<string[]> {
-  const paths = Array.from({ length: count }, (_, i) => {
-    const key = keyOf(bucketId, i + 1);
-    return path.join(objectsDir, key.slice(0, 2), key);
-  });
+/** Empty objects for files 1 … count, where the disk store keeps them; dated `age` ms ago. */
+async function storeObjects(objectsDir: string, keys: string[], age = 0): Promise<string[]> {
+  const paths = keys.map((key) => path.join(objectsDir, key.slice(0, 2), key));
   for (const folder of new Set(paths.map((p) => path.dirname(p)))) await mkdir(folder, { recursive: true });
+  const when = new Date(Date.now() - age);
   let next = 0;
   await Promise.all(Array.from({ length: 32 }, async () => {
-    while (next < paths.length) await writeFile(paths[next++]!, '');
+    while (next < paths.length) {
+      const file = paths[next++]!;
+      await writeFile(file, '');
+      if (age > 0) await utimes(file, when, when);
+    }
   }));
   return paths;
 }
+
+const fileKeys = (bucketId: number, count: number) => Array.from({ length: count }, (_, i) => keyOf(bucketId, i + 1));
 
 async function randomKeys(pool: pg.Pool, bucketId: number, count: number): Promise<number[]> {
   const { rows } = await pool.query<{ lo: string; hi: string }>('SELECT min(file_key) AS lo, max(file_key) AS hi FROM files WHERE bucket_id = $1', [bucketId]);
@@ -150,61 +160,6 @@ async function viewAllFiles(run: ServiceRun, bucketId: number): Promise<Listing>
   }
 }
 
-interface Purge {
-  seconds: number;
-  requests: number;
-  failures: number;
-  p99Ms: number;
-  maxMs: number;
-}
-
-/** DeleteBucket of the whole bucket while 8 clients keep reading another bucket; their latencies. */
-async function deleteBucket(run: ServiceRun, bucketId: number, probeKeys: number[], probeBucket: number): Promise<Purge> {
-  const latencies: number[] = [];
-  let failures = 0;
-  let done = false;
-  const probes = Array.from({ length: 8 }, async (_, worker) => {
-    const client = new Client(run.instance.origin);
-    try {
-      for (let i = 0; !done; i++) {
-        const probe = i % 2 === 0 ? `/API/ViewOneFile?FileKey=${probeKeys[(worker + i) % probeKeys.length]}` : `/API/ViewBucketDetail?BucketId=${probeBucket}`;
-        const t0 = performance.now();
-        const response = await client.request({ path: probe, method: 'GET' });
-        const body = (await response.body.json()) as { Code?: number };
-        latencies.push(performance.now() - t0);
-        if (response.statusCode !== 200 || body.Code !== 0) failures++;
-      }
-    } finally {
-      await client.close();
-    }
-  });
-  const client = new Client(run.instance.origin, { headersTimeout: 600_000, bodyTimeout: 600_000 });
-  const started = performance.now();
-  try {
-    const response = await client.request({
-      path: '/API/DeleteBucket',
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ AccessToken: run.instance.token, BucketId: String(bucketId) }).toString(),
-    });
-    const body = (await response.body.json()) as { Code?: number; Message?: string };
-    if (body.Code !== 0) throw new Error(`DeleteBucket answered ${JSON.stringify(body)}`);
-  } finally {
-    done = true;
-    await client.close();
-  }
-  const seconds = (performance.now() - started) / 1000;
-  await Promise.all(probes);
-  latencies.sort((a, b) => a - b);
-  return {
-    seconds,
-    requests: latencies.length,
-    failures,
-    p99Ms: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? NaN,
-    maxMs: latencies[latencies.length - 1] ?? NaN,
-  };
-}
-
 async function missing(paths: readonly string[]): Promise<number> {
   let gone = 0;
   for (const file of paths) await access(file).then(() => {}, () => gone++);
@@ -229,12 +184,14 @@ async function growOne(ctx: Context, run: ServiceRun, databaseUrl: string): Prom
     const bucketId = await createBucket(run, 'growth');
     const probeBucket = await createBucket(run, 'beside');
     await fill(pool, probeBucket, 0, 1_000);
-    const probeKeys = await randomKeys(pool, probeBucket, 64);
+    const probe: ProbeBucket = { bucketId: probeBucket, keys: await randomKeys(pool, probeBucket, 64) };
     const objectsDir = path.join(run.setup.dataDir, 'files', 'objects');
-    const objects = await storeObjects(objectsDir, bucketId, Math.min(OBJECTS_STORED, sizes[sizes.length - 1]!));
+    const largest = sizes[sizes.length - 1]!;
+    const smallest = sizes[0]!;
+    const objects = await storeObjects(objectsDir, fileKeys(bucketId, Math.min(OBJECTS_STORED, largest)));
 
     // The first size would otherwise also pay for a cold service (JIT, connections, caches).
-    await cannon({ origin: run.instance.origin, paths: [`/API/ViewBucketDetail?BucketId=${probeBucket}`, ...probeKeys.map((key) => `/API/ViewOneFile?FileKey=${key}`)], connections: 32, durationSec: 2 });
+    await cannon({ origin: run.instance.origin, paths: [`/API/ViewBucketDetail?BucketId=${probeBucket}`, ...probe.keys.map((key) => `/API/ViewOneFile?FileKey=${key}`)], connections: 32, durationSec: 2 });
     const reads = new Map<number, Map<ReadOp, Metric>>();
     let filled = 0;
     for (const size of sizes) {
@@ -244,14 +201,12 @@ async function growOne(ctx: Context, run: ServiceRun, databaseUrl: string): Prom
       ctx.log(`  data-growth  ${sizeText(size)} files in the bucket (filled in ${fmt((performance.now() - t0) / 1000, 1)} s)`);
       reads.set(size, await measureReads(ctx, run, pool, bucketId, size));
     }
-    const largest = sizes[sizes.length - 1]!;
-    const smallest = sizes[0]!;
 
     const listing = await viewAllFiles(run, bucketId);
     ctx.log(`  data-growth  ViewAllFiles of ${sizeText(largest)}: first byte ${fmt(listing.firstByteMs, 1)} ms, ${fmt(listing.bytes / 1e6)} MB in ${fmt(listing.seconds, 1)} s, RSS rise ${fmt(listing.memoryRise / 1e6, 1)} MB`);
     ctx.checks.push({ name: `data-growth: ViewAllFiles lists all ${sizeText(largest)} files`, db, ok: listing.files === largest, detail: `${listing.files} files in ${fmt(listing.bytes / 1e6)} MB` });
 
-    const purge = await deleteBucket(run, bucketId, probeKeys, probeBucket);
+    const purge = await deleteBucket(run, bucketId, probe);
     ctx.log(`  data-growth  DeleteBucket of ${sizeText(largest)}: ${fmt(purge.seconds, 1)} s; ${purge.requests} other requests meanwhile, p99 ${fmt(purge.p99Ms, 1)} ms`);
     const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM files WHERE bucket_id = $1', [bucketId]);
     const gone = await missing(objects);
@@ -261,6 +216,8 @@ async function growOne(ctx: Context, run: ServiceRun, databaseUrl: string): Prom
       ok: Number(rows[0]!.n) === 0 && gone === objects.length && purge.failures === 0,
       detail: `${rows[0]!.n} rows left, ${objects.length - gone} of ${objects.length} objects left, ${purge.failures} failed requests meanwhile`,
     });
+
+    const sweep = await sweepOne(ctx, run, pool, objectsDir, largest, probe);
 
     for (const op of READ_OPS) {
       compare(ctx, {
@@ -272,13 +229,39 @@ async function growOne(ctx: Context, run: ServiceRun, databaseUrl: string): Prom
         target: READ_TARGET,
       });
     }
-    ctx.findings.push({ title: `Cost as the data grows [${db}]`, text: growthTable(sizes, reads, listing, purge) });
+    ctx.findings.push({ title: `Cost as the data grows [${db}]`, text: growthTable(sizes, reads, listing, purge, sweep) });
   } finally {
     await pool.end();
   }
 }
 
-function growthTable(sizes: number[], reads: Map<number, Map<ReadOp, Metric>>, listing: Listing, purge: Purge): string {
+/**
+ * A bucket of `size` expired files, as many of them with objects as the first bucket, and old
+ * objects without a row beside them: a second instance's sweeps must leave none of them.
+ */
+async function sweepOne(ctx: Context, run: ServiceRun, pool: pg.Pool, objectsDir: string, size: number, probe: ProbeBucket): Promise<Purge> {
+  const bucketId = await createBucket(run, 'expired');
+  const t0 = performance.now();
+  await fill(pool, bucketId, 0, size, EXPIRED);
+  const objects = await storeObjects(objectsDir, fileKeys(bucketId, Math.min(OBJECTS_STORED, size)));
+  const orphanKeys = Array.from({ length: ORPHANS }, (_, i) => createHash('md5').update(`orphan-${bucketId}-${i}`).digest('hex'));
+  const orphans = await storeObjects(objectsDir, orphanKeys, 2 * 3600_000);
+  ctx.log(`  data-growth  ${sizeText(size)} expired files and ${ORPHANS} orphans in place (${fmt((performance.now() - t0) / 1000, 1)} s)`);
+  const sweep = await sweepExpired(run, pool, bucketId, probe);
+  ctx.log(`  data-growth  sweeps of ${sizeText(size)} expired files: ${fmt(sweep.seconds, 1)} s; ${sweep.requests} other requests meanwhile, p99 ${fmt(sweep.p99Ms, 1)} ms`);
+  const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM files WHERE bucket_id = $1', [bucketId]);
+  const objectsGone = await missing(objects);
+  const orphansGone = await missing(orphans);
+  ctx.checks.push({
+    name: `data-growth: the sweeps leave none of ${sizeText(size)} expired files and ${ORPHANS} orphans`,
+    db: run.setup.db,
+    ok: Number(rows[0]!.n) === 0 && objectsGone === objects.length && orphansGone === orphans.length && sweep.failures === 0,
+    detail: `${rows[0]!.n} rows left, ${objects.length - objectsGone} of ${objects.length} objects and ${orphans.length - orphansGone} of ${orphans.length} orphans left, ${sweep.failures} failed requests meanwhile`,
+  });
+  return sweep;
+}
+
+function growthTable(sizes: number[], reads: Map<number, Map<ReadOp, Metric>>, listing: Listing, purge: Purge, sweep: Purge): string {
   const largest = sizeText(sizes[sizes.length - 1]!);
   const verdict = (ok: boolean) => (ok ? 'pass' : 'MISS');
   const first = reads.get(sizes[0]!)!;
@@ -300,6 +283,8 @@ function growthTable(sizes: number[], reads: Map<number, Map<ReadOp, Metric>>, l
     `| ViewAllFiles: whole answer | ${fmt(listing.bytes / 1e6)} MB in ${fmt(listing.seconds, 1)} s | | |`,
     `| DeleteBucket: duration | ${fmt(purge.seconds, 1)} s | | |`,
     `| DeleteBucket: other requests' p99 meanwhile (${purge.requests} requests, max ${fmt(purge.maxMs, 0)} ms) | ${fmt(purge.p99Ms, 1)} ms | < ${P99_LIMIT_MS} ms | ${verdict(purge.p99Ms < P99_LIMIT_MS)} |`,
+    `| Expiry and orphan sweeps of ${largest} expired files (another instance): duration | ${fmt(sweep.seconds, 1)} s | | |`,
+    `| Expiry and orphan sweeps: other requests' p99 meanwhile (${sweep.requests} requests, max ${fmt(sweep.maxMs, 0)} ms) | ${fmt(sweep.p99Ms, 1)} ms | < ${P99_LIMIT_MS} ms | ${verdict(sweep.p99Ms < P99_LIMIT_MS)} |`,
   ];
   return lines.join('\n');
 }
