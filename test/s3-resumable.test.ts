@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ListMultipartUploadsCommand, ListObjectsV2Command, UploadPartCommand } from '@aws-sdk/client-s3';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import t, { type Test } from 'tap';
 import { createBucket } from './helpers/buckets.js';
 import { startService, type TestService } from './helpers/service.js';
@@ -36,6 +36,16 @@ async function twoInstances(t: Test): Promise<{ a: Instance; b: Instance; bucket
 
 /** Where an upload's bytes go in the bucket: its multipart upload is begun at its file's object key, which is its id. */
 const objectKeyOf = (id: string) => `${id.slice(0, 2)}/${id}`;
+
+/** A fresh bucket, created by a service started on it, with the client, file store and resumable store options over it. */
+async function freshBucket(t: Test, partSize: number) {
+  const bucket = testBucketName(t);
+  await startService(t, { env: s3ServiceEnv(bucket) });
+  const client = createS3Client(s3TestConfig(bucket));
+  t.teardown(() => client.destroy());
+  const store = createS3Store(s3TestConfig(bucket), 'test');
+  return { bucket, client, store, options: { bucket, prefix: '', partSize, concurrency: 2, maxUploadBytes: 64 * MiB, store } };
+}
 
 /** What the bucket holds for resumable uploads: incomplete multipart uploads anywhere, and objects under resumable/. */
 async function resumableLeftovers(bucket: string): Promise<{ uploads: string[]; objects: string[] }> {
@@ -211,13 +221,8 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
   });
 
   t.test('bytes stored past the acknowledged offset (a lost answer) are not stored twice', async (t) => {
-    const bucket = testBucketName(t);
-    const service = await startService(t, { env: s3ServiceEnv(bucket) });
-    t.ok(service, 'the service created the bucket');
-    const client = createS3Client(s3TestConfig(bucket));
-    t.teardown(() => client.destroy());
-    const store = createS3Store(s3TestConfig(bucket), 'test');
-    const bytes = new S3ResumableBytes(client, { bucket, prefix: '', partSize: 5 * MiB, concurrency: 2, maxUploadBytes: 64 * MiB, store });
+    const { bucket, client, store, options } = await freshBucket(t, 5 * MiB);
+    const bytes = new S3ResumableBytes(client, options);
     const id = randomBytes(16).toString('hex');
     const content = randomBytes(12 * MiB);
     await bytes.create(id);
@@ -256,13 +261,41 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });
 
+  t.test('a body of declared length sends the parts it fills as they arrive; one cut short leaves only whole parts and the tail', async (t) => {
+    const { bucket, client, store, options } = await freshBucket(t, 10 * MiB);
+    const bytes = new S3ResumableBytes(client, options);
+    const id = randomBytes(16).toString('hex');
+    const content = randomBytes(23 * MiB);
+    const inMiBs = (from: number, to: number) => Readable.from(Array.from({ length: to - from }, (_, i) => content.subarray((from + i) * MiB, (from + i + 1) * MiB)));
+    const parts = async () => {
+      const [upload] = (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: objectKeyOf(id) }))).Uploads ?? [];
+      const listed = await client.send(new ListPartsCommand({ Bucket: bucket, Key: objectKeyOf(id), UploadId: upload!.UploadId }));
+      return (listed.Parts ?? []).map((part) => [part.PartNumber, part.Size]);
+    };
+    await bytes.create(id);
+
+    // Declares 12 MiB, the connection drops after 7: part 2 was being sent and is dropped, its bytes kept as the tail.
+    const dropped = Readable.from(
+      (async function* () {
+        yield* inMiBs(0, 7);
+        throw new Error('connection reset');
+      })(),
+    );
+    t.equal(await bytes.append(id, 0, dropped, 12 * MiB), 7 * MiB, 'every byte that arrived is kept');
+    t.same(await parts(), [[1, 5 * MiB]], 'one whole part, nothing of the one cut short');
+    t.same((await resumableLeftovers(bucket)).objects, [`resumable/${id}.tail`]);
+
+    // Resumed with the rest declared: the tail and the new bytes make parts 2 to 4, the last MiB a tail again.
+    t.equal(await bytes.append(id, 7 * MiB, inMiBs(7, 21), 14 * MiB), 21 * MiB);
+    t.same(await parts(), [[1, 5 * MiB], [2, 5 * MiB], [3, 5 * MiB], [4, 5 * MiB]]);
+    t.equal(await bytes.append(id, 21 * MiB, inMiBs(21, 23), 2 * MiB), content.length);
+    t.equal(sha256(await finishAndRead(bytes, store, id)), sha256(content), 'each byte once, in order');
+    await bytes.remove([id]);
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
+  });
+
   t.test('an instance that has seen an upload finds the parts another instance added, and finds it gone once removed', async (t) => {
-    const bucket = testBucketName(t);
-    await startService(t, { env: s3ServiceEnv(bucket) });
-    const client = createS3Client(s3TestConfig(bucket));
-    t.teardown(() => client.destroy());
-    const store = createS3Store(s3TestConfig(bucket), 'test');
-    const options = { bucket, prefix: '', partSize: 5 * MiB, concurrency: 2, maxUploadBytes: 64 * MiB, store };
+    const { bucket, client, store, options } = await freshBucket(t, 5 * MiB);
     const [a, b] = [new S3ResumableBytes(client, options), new S3ResumableBytes(client, options)];
     const id = randomBytes(16).toString('hex');
     const content = randomBytes(16 * MiB);

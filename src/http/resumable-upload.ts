@@ -69,7 +69,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
   const options: ServerOptions = {
     path: RESUMABLE_PATH,
     maxSize: maxUploadBytes,
-    locker: (req) => (req.method === 'HEAD' ? noLocker : leases),
+    locker: (req) => (req.method === 'HEAD' ? noLocker : leases.forRequest(req)),
     namingFunction: () => newUploadId(),
     getFileIdFromRequest: (_req, lastPath) => (lastPath && ID.test(lastPath) ? lastPath : undefined),
     generateUrl: (req, { id }) => `${preparedOf(req).baseUrl}${RESUMABLE_PATH}/${id}`,

@@ -105,7 +105,7 @@ export class ServiceDataStore extends DataStore {
     const row = await this.#rowOf(id, held);
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.offset_bytes !== offset) throw ERRORS.INVALID_OFFSET;
-    const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, held?.token);
+    const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, { lockToken: held?.token, bodyBytes: held?.bodyBytes });
     if (held) {
       // The answer's Upload-Expires: the expiry this PATCH moved on.
       if (held.upload) held.upload.creation_date = this.#creationDate(expiresAt);
@@ -139,6 +139,8 @@ interface HeldLock {
   readonly row: ResumableUploadRow;
   /** The upload @tus/server works on, once it has read it. */
   upload?: Upload;
+  /** The request's Content-Length, when it declares one. */
+  readonly bodyBytes?: number;
   /** The append's update gave the lock back: unlock() has nothing left to do in the database. */
   released(): void;
 }
@@ -158,7 +160,14 @@ export class LeaseLocker implements Locker {
     return this.#held.get(id);
   }
 
-  newLock(id: string): Lock {
+  /** The locker of one request, whose locks know the length of its body. */
+  forRequest(req: Request): Locker {
+    const declared = req.headers.get('content-length');
+    const bodyBytes = declared !== null && /^\d+$/.test(declared) ? Number(declared) : undefined;
+    return { newLock: (id) => this.newLock(id, bodyBytes) };
+  }
+
+  newLock(id: string, bodyBytes?: number): Lock {
     const { db } = this.ctx;
     const token = randomBytes(16).toString('hex');
     let renewal: NodeJS.Timeout | undefined;
@@ -190,6 +199,7 @@ export class LeaseLocker implements Locker {
           this.#held.set(id, {
             token,
             row: outcome,
+            bodyBytes,
             released: () => {
               inDatabase = false;
               forget();

@@ -59,14 +59,16 @@ export async function findResumable(db: Kysely<Database>, uploadId: string): Pro
  * Appends a PATCH body. Whatever happens to the request, the bytes that reached the store durably
  * are recorded as the new offset (a dropped connection resumes after them), and the expiry moves on.
  * Given the token of the lock the request holds, the same update releases it: one commit less per PATCH.
+ * `bodyBytes` is the request's declared length, when it has one.
  */
 export async function appendResumable(
   ctx: ResumableContext,
   row: ResumableUploadRow,
   source: Readable,
-  lockToken?: string,
+  request: { lockToken?: string; bodyBytes?: number } = {},
 ): Promise<{ offset: number; expiresAt: Date }> {
-  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source);
+  const { lockToken, bodyBytes } = request;
+  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, bodyBytes);
   const expiresAt = new Date(Date.now() + ctx.expiryMs);
   const held = lockToken && sql<boolean>`lock_token = ${lockToken}`;
   await ctx.db

@@ -79,6 +79,11 @@ export class PartAssembler {
     return this.#length;
   }
 
+  /** The bytes of the part so far: a view, valid until take(). */
+  get filled(): Buffer {
+    return this.#buffer?.subarray(0, this.#length) ?? Buffer.alloc(0);
+  }
+
   get full(): boolean {
     return this.#length === this.buffers.size;
   }

@@ -15,9 +15,11 @@ export interface ResumableBytes {
    * Appends `source` after the first `offset` bytes (anything stored past them, from a request that
    * was never acknowledged, is dropped first) and resolves with the new length once every byte
    * counted in it is durable. When the source fails (a dropped connection), the bytes that arrived
-   * are kept and counted all the same; only a failure of the store itself rejects.
+   * are kept and counted all the same; only a failure of the store itself rejects. `bodyBytes`, the
+   * request's declared length when it has one, lets a store send what the body will complete while
+   * it arrives.
    */
-  append(id: string, offset: number, source: Readable): Promise<number>;
+  append(id: string, offset: number, source: Readable, bodyBytes?: number): Promise<number>;
   /**
    * The finished upload's bytes as a write into the blob store, hashed and waiting for commit() as
    * after BlobStore.write(); the upload's own bytes may be gone afterwards (on disk they are moved).

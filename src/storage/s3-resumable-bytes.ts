@@ -14,7 +14,7 @@ import type { ResumableBytes } from './resumable-bytes.js';
 import { PartAssembler, PartBuffers, plainPart } from './part-buffers.js';
 import { RunningHashes } from './running-hashes.js';
 import { ResumableMultipartUploads } from './s3-multipart-uploads.js';
-import { callS3, PartsInFlight, type Stored } from './s3-resumable-parts.js';
+import { callS3, PartsInFlight, type StreamedPart, type Stored } from './s3-resumable-parts.js';
 import type { S3Store } from './s3-store.js';
 import { freshBytesArrived } from './young-collections.js';
 
@@ -80,9 +80,11 @@ export class S3ResumableBytes implements ResumableBytes {
     await callS3(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
   }
 
-  async append(id: string, offset: number, source: Readable): Promise<number> {
+  async append(id: string, offset: number, source: Readable, bodyBytes?: number): Promise<number> {
     const hash = this.#hashes.take(id, offset);
     let part: PartAssembler | undefined;
+    /** Cancels the part still streaming when the body ended before filling it; its bytes become the tail. */
+    let cutShort = async (): Promise<unknown> => undefined;
     try {
       const stored = await this.#stored(id);
       const foundTail = stored.tail.length;
@@ -107,14 +109,28 @@ export class S3ResumableBytes implements ResumableBytes {
       const cut = stored.parts[0]?.Size ?? this.#cut;
       part = new PartAssembler(cut === this.#buffers.size ? this.#buffers : new PartBuffers(cut, this.#buffers.slots));
       const assembled = part;
+      // Where the part being assembled begins in the upload, and where this request's body ends.
+      let partStart = stored.partBytes;
+      const end = bodyBytes === undefined ? undefined : offset + bodyBytes;
+      let streamed: StreamedPart | undefined;
       /** Adds bytes to the parts; false once a part has failed. Reading stops while every slot is busy: the request is held back, not buffered. */
       const add = async (bytes: Buffer): Promise<boolean> => {
         for (let rest = bytes; rest.length > 0; ) {
+          const from = assembled.length;
+          // Only a part the body is known to fill: one cut short would have gone to the store for nothing.
+          if (from === 0 && end !== undefined && end >= partStart + cut) streamed = parts.begin(cut);
           rest = assembled.add(rest);
-          if (assembled.full && !(await parts.send(assembled.take()))) return false;
+          streamed?.push(assembled.filled.subarray(from));
+          if (!assembled.full) continue;
+          streamed?.end();
+          const sent = await parts.send(assembled.take(), streamed);
+          streamed = undefined;
+          partStart += cut;
+          if (!sent) return false;
         }
         return true;
       };
+      cutShort = async () => streamed?.cancel();
       const sending = await add(stored.tail);
       for await (const chunk of sending ? untilFailure(source) : []) {
         const behind = hash?.update(chunk);
@@ -131,6 +147,7 @@ export class S3ResumableBytes implements ResumableBytes {
         tailChanged = true;
         if (!(await add(bytes))) break;
       }
+      await cutShort();
       await parts.finish();
       if (skipped < skip) {
         part.release();
@@ -147,6 +164,7 @@ export class S3ResumableBytes implements ResumableBytes {
       else hash?.drop();
       return size;
     } catch (error) {
+      await cutShort();
       part?.release();
       hash?.drop();
       throw error;

@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import { UploadPartCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
 import { fromS3Error, httpStatus, StorageError } from './errors.js';
 import type { PartBody, PartSlots } from './part-buffers.js';
@@ -23,6 +24,46 @@ export async function callS3<T>(request: Promise<T>): Promise<T> {
 }
 
 /**
+ * A part sent to the store while its bytes arrive, so that the store has it moments after its last
+ * byte instead of a whole part's transfer later. Its body is views of the part's buffer, which stays
+ * the part's until the store answers. A failed attempt (the store's error, the request cut short, or
+ * a body slower than the store's answer timeout) answers undefined, and the part is sent again from
+ * its buffer, whose retries start from its first byte. The body cannot be signed before it is sent:
+ * the part goes with an unsigned payload, its length checked by the store; the service hashes the
+ * whole upload itself.
+ */
+export class StreamedPart {
+  readonly #body = new PassThrough();
+  /** The part's ETag, or undefined when this attempt failed. */
+  readonly answer: Promise<string | undefined>;
+
+  constructor(client: S3Client, command: { Bucket: string; Key: string; UploadId: string; PartNumber: number }, length: number) {
+    // The body's failure is the request's, reported by the answer.
+    this.#body.on('error', () => {});
+    this.answer = client
+      .send(new UploadPartCommand({ ...command, Body: this.#body, ContentLength: length }))
+      .then(({ ETag }) => ETag)
+      .catch(() => undefined);
+  }
+
+  /** Bytes of the part, in order: views that must not change until the answer. */
+  push(bytes: Buffer): void {
+    this.#body.write(bytes);
+  }
+
+  /** Every byte was pushed. */
+  end(): void {
+    this.#body.end();
+  }
+
+  /** The part will not be filled: the request is cut, and the store drops what it received. */
+  cancel(): Promise<unknown> {
+    this.#body.destroy(new Error('The part was cut short.'));
+    return this.answer;
+  }
+}
+
+/**
  * The parts one append sends, numbered after the stored ones, at most `concurrency` in flight (each
  * holds its bytes until answered) and only while `slots` has room. `stored` learns of them only once
  * every one is in, in order.
@@ -44,15 +85,22 @@ export class PartsInFlight {
     this.#next = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
   }
 
-  /** Starts sending `part` as the next part; resolves when there is room for another, false once one has failed. */
-  async send(part: PartBody): Promise<boolean> {
+  /** Begins sending the next part while its `length` bytes arrive; send() then finishes it. */
+  begin(length: number): StreamedPart {
+    return new StreamedPart(this.client, this.#command(this.#next), length);
+  }
+
+  /**
+   * Sends `part` as the next part, or waits for `streamed` to have sent it (and sends it from its
+   * bytes if that failed); resolves when there is room for another, false once one has failed.
+   */
+  async send(part: PartBody, streamed?: StreamedPart): Promise<boolean> {
     await this.slots.acquire();
     const PartNumber = this.#next++;
     const body = part.bytes;
-    const sending = callS3(
-      this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.stored.uploadId, PartNumber, Body: body, ContentLength: body.length })),
-    )
-      .then(({ ETag }) => void this.#sent.push({ PartNumber, ETag, Size: body.length }))
+    const sending = (streamed ? streamed.answer : Promise.resolve(undefined))
+      .then(async (ETag) => ETag ?? (await callS3(this.client.send(new UploadPartCommand({ ...this.#command(PartNumber), Body: body, ContentLength: body.length })))).ETag)
+      .then((ETag) => void this.#sent.push({ PartNumber, ETag, Size: body.length }))
       .catch((error: unknown) => void (this.#failure ??= { error }))
       .finally(() => {
         this.#inFlight.delete(sending);
@@ -62,6 +110,10 @@ export class PartsInFlight {
     this.#inFlight.add(sending);
     while (this.#inFlight.size >= this.concurrency && !this.#failure) await Promise.race(this.#inFlight);
     return !this.#failure;
+  }
+
+  #command(PartNumber: number) {
+    return { Bucket: this.bucket, Key: this.key, UploadId: this.stored.uploadId, PartNumber };
   }
 
   /** Waits for every part, then adds them to `stored`; rejects with the first failure. */
