@@ -8,7 +8,7 @@ import { freshBytesArrived } from './young-collections.js';
 /** A store that does not answer a connection within this time is unreachable. */
 const S3_CONNECT_TIMEOUT_MS = 5_000;
 /** A call whose answer has not begun within this time (its body sent included: a part) fails and is retried. */
-const S3_ANSWER_TIMEOUT_MS = 60_000;
+export const S3_ANSWER_TIMEOUT_MS = 60_000;
 /**
  * An answer whose body stops for this long is dropped, also in the middle of a download: as long as
  * the service's own default IDLE_TIMEOUT_SECONDS, so a slow reader, whose pauses stop the reads from

@@ -2,6 +2,14 @@ import { PassThrough } from 'node:stream';
 import { UploadPartCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
 import { fromS3Error, httpStatus, StorageError } from './errors.js';
 import type { PartBody, PartSlots } from './part-buffers.js';
+import { S3_ANSWER_TIMEOUT_MS } from './s3-client.js';
+
+/**
+ * A streamed part's request lasts as long as its client takes to send the part, which on a slow link
+ * is longer than any answer timeout: it has no limit of its own until its last byte (the service's
+ * idle timeout cuts a client that stops, and the part with it), then the usual one.
+ */
+const STREAMING_REQUEST_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 
 /** A resumable upload as the store holds it. */
 export interface Stored {
@@ -26,14 +34,16 @@ export async function callS3<T>(request: Promise<T>): Promise<T> {
 /**
  * A part sent to the store while its bytes arrive, so that the store has it moments after its last
  * byte instead of a whole part's transfer later. Its body is views of the part's buffer, which stays
- * the part's until the store answers. A failed attempt (the store's error, the request cut short, or
- * a body slower than the store's answer timeout) answers undefined, and the part is sent again from
- * its buffer, whose retries start from its first byte. The body cannot be signed before it is sent:
+ * the part's until the store answers. A failed attempt (the store's error or silence, or the request
+ * cut short) answers undefined, and the part is sent again from its buffer, whose retries start from
+ * its first byte. The body cannot be signed before it is sent:
  * the part goes with an unsigned payload, its length checked by the store; the service hashes the
  * whole upload itself.
  */
 export class StreamedPart {
   readonly #body = new PassThrough();
+  readonly #abort = new AbortController();
+  #answerDue: NodeJS.Timeout | undefined;
   /** The part's ETag, or undefined when this attempt failed. */
   readonly answer: Promise<string | undefined>;
 
@@ -41,9 +51,13 @@ export class StreamedPart {
     // The body's failure is the request's, reported by the answer.
     this.#body.on('error', () => {});
     this.answer = client
-      .send(new UploadPartCommand({ ...command, Body: this.#body, ContentLength: length }))
+      .send(new UploadPartCommand({ ...command, Body: this.#body, ContentLength: length }), {
+        abortSignal: this.#abort.signal,
+        requestTimeout: STREAMING_REQUEST_TIMEOUT_MS,
+      })
       .then(({ ETag }) => ETag)
-      .catch(() => undefined);
+      .catch(() => undefined)
+      .finally(() => clearTimeout(this.#answerDue));
   }
 
   /** Bytes of the part, in order: views that must not change until the answer. */
@@ -51,9 +65,10 @@ export class StreamedPart {
     this.#body.write(bytes);
   }
 
-  /** Every byte was pushed. */
+  /** Every byte was pushed: from now on the store has the usual time to answer. */
   end(): void {
     this.#body.end();
+    this.#answerDue = setTimeout(() => this.#abort.abort(), S3_ANSWER_TIMEOUT_MS);
   }
 
   /** The part will not be filled: the request is cut, and the store drops what it received. */
