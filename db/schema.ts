@@ -78,6 +78,8 @@ export interface ResumableUploadsTable {
   expires_at: Date;
   lock_token: string | null;
   locked_until: Date | null;
+  /** Times a request has taken the lock: unchanged since an instance's own last append, nobody else wrote the bytes. */
+  lock_count: Generated<number>;
   /** Set once the upload is being turned into a file: the row only shields its bytes from the sweeps. */
   completing_since: Generated<Date | null>;
 }

@@ -305,10 +305,10 @@ t.test('two PATCHes of one upload never interleave: the second waits or is refus
   t.equal(head.headers['upload-offset'], String(2 * MiB));
   const lock = await s.service.app.db
     .selectFrom('resumable_uploads')
-    .select(['lock_token', 'locked_until'])
+    .select(['lock_token', 'locked_until', 'lock_count'])
     .where('upload_id', '=', location.split('/').pop()!)
     .executeTakeFirstOrThrow();
-  t.same(lock, { lock_token: null, locked_until: null }, 'no lock outlives the answers');
+  t.same(lock, { lock_token: null, locked_until: null, lock_count: 2 }, 'no lock outlives the answers; each PATCH took it once');
 });
 
 t.test('tus-js-client uploads in chunks and the file arrives whole', async (t) => {

@@ -281,16 +281,47 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
         throw new Error('connection reset');
       })(),
     );
-    t.equal(await bytes.append(id, 0, dropped, 12 * MiB), 7 * MiB, 'every byte that arrived is kept');
+    t.equal(await bytes.append(id, 0, dropped, { bodyBytes: 12 * MiB }), 7 * MiB, 'every byte that arrived is kept');
     t.same(await parts(), [[1, 5 * MiB]], 'one whole part, nothing of the one cut short');
     t.same((await resumableLeftovers(bucket)).objects, [`resumable/${id}.tail`]);
 
     // Resumed with the rest declared: the tail and the new bytes make parts 2 to 4, the last MiB a tail again.
-    t.equal(await bytes.append(id, 7 * MiB, inMiBs(7, 21), 14 * MiB), 21 * MiB);
+    t.equal(await bytes.append(id, 7 * MiB, inMiBs(7, 21), { bodyBytes: 14 * MiB }), 21 * MiB);
     t.same(await parts(), [[1, 5 * MiB], [2, 5 * MiB], [3, 5 * MiB], [4, 5 * MiB]]);
-    t.equal(await bytes.append(id, 21 * MiB, inMiBs(21, 23), 2 * MiB), content.length);
+    t.equal(await bytes.append(id, 21 * MiB, inMiBs(21, 23), { bodyBytes: 2 * MiB }), content.length);
     t.equal(sha256(await finishAndRead(bytes, store, id)), sha256(content), 'each byte once, in order');
     await bytes.remove([id]);
+    t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
+  });
+
+  t.test('an instance sends its parts without listing them only while the lock count says no other request wrote the upload', async (t) => {
+    const { bucket, client, store, options } = await freshBucket(t, 10 * MiB);
+    const [a, b] = [new S3ResumableBytes(client, options), new S3ResumableBytes(client, options)];
+    const content = randomBytes(20 * MiB);
+    const other = randomBytes(5 * MiB);
+    const from = (bytes: Buffer) => Readable.from([bytes]);
+
+    // Nobody took the lock since a's append: a trusts what it left, so a part put behind its back,
+    // without the lock, is overwritten rather than found.
+    const trusted = randomBytes(16).toString('hex');
+    await a.create(trusted);
+    t.equal(await a.append(trusted, 0, from(content.subarray(0, 12 * MiB)), { lockCount: 1 }), 12 * MiB, 'two parts and a tail');
+    const [upload] = (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: objectKeyOf(trusted) }))).Uploads ?? [];
+    await client.send(new UploadPartCommand({ Bucket: bucket, Key: objectKeyOf(trusted), UploadId: upload!.UploadId, PartNumber: 3, Body: other.subarray(0, 5 * MiB), ContentLength: 5 * MiB }));
+    t.equal(await a.append(trusted, 12 * MiB, from(content.subarray(12 * MiB, 16 * MiB)), { lockCount: 2 }), 16 * MiB);
+    t.ok((await finishAndRead(a, store, trusted)).equals(content.subarray(0, 16 * MiB)), 'part 3 is the one a sent');
+
+    // Another request took the lock in between (its answer was lost, so the offset stayed): a lists
+    // the parts and finds the one it stored past the offset, whose bytes stand for those sent again.
+    const listed = randomBytes(16).toString('hex');
+    await a.create(listed);
+    t.equal(await a.append(listed, 0, from(content.subarray(0, 12 * MiB)), { lockCount: 1 }), 12 * MiB);
+    // b fills part 3 exactly, so the tail object a left (base 10 MiB) is still there, unchanged.
+    t.equal(await b.append(listed, 12 * MiB, from(other.subarray(0, 3 * MiB)), { lockCount: 2 }), 15 * MiB);
+    t.equal(await a.append(listed, 12 * MiB, from(content.subarray(12 * MiB)), { lockCount: 3 }), 20 * MiB);
+    const expected = Buffer.concat([content.subarray(0, 12 * MiB), other.subarray(0, 3 * MiB), content.subarray(15 * MiB)]);
+    t.ok((await finishAndRead(a, store, listed)).equals(expected), "part 3 is the one b sent: a found it");
+    await a.remove([trusted, listed]);
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });
 

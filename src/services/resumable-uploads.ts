@@ -68,7 +68,8 @@ export async function appendResumable(
   request: { lockToken?: string; bodyBytes?: number } = {},
 ): Promise<{ offset: number; expiresAt: Date }> {
   const { lockToken, bodyBytes } = request;
-  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, bodyBytes);
+  // The row's lock count is this request's only when the row was read under its lock.
+  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, { bodyBytes, lockCount: lockToken ? row.lock_count : undefined });
   const expiresAt = new Date(Date.now() + ctx.expiryMs);
   const held = lockToken && sql<boolean>`lock_token = ${lockToken}`;
   await ctx.db
@@ -177,7 +178,7 @@ const leaseEnd = sql<Date>`now() + ${`${LOCK_LEASE_MS} milliseconds`}::interval`
 export async function tryLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<ResumableUploadRow | 'busy' | 'missing'> {
   const row = await db
     .updateTable('resumable_uploads')
-    .set({ lock_token: lockToken, locked_until: leaseEnd })
+    .set({ lock_token: lockToken, locked_until: leaseEnd, lock_count: sql<number>`lock_count + 1` })
     .where('upload_id', '=', uploadId)
     .where((eb) => eb.or([eb('lock_token', 'is', null), eb('locked_until', '<', sql<Date>`now()`), eb('lock_token', '=', lockToken)]))
     .returningAll()

@@ -10,10 +10,11 @@ import {
 import type { Readable } from 'node:stream';
 import type { BlobWrite } from './blob-store.js';
 import { isStorageError, StorageError } from './errors.js';
-import type { ResumableBytes } from './resumable-bytes.js';
+import type { AppendRequest, ResumableBytes } from './resumable-bytes.js';
 import { PartAssembler, PartBuffers, plainPart } from './part-buffers.js';
 import { RunningHashes } from './running-hashes.js';
 import { ResumableMultipartUploads } from './s3-multipart-uploads.js';
+import { LastSeenUploads } from './s3-resumable-seen.js';
 import { callS3, PartsInFlight, type StreamedPart, type Stored } from './s3-resumable-parts.js';
 import type { S3Store } from './s3-store.js';
 import { freshBytesArrived } from './young-collections.js';
@@ -59,6 +60,7 @@ export class S3ResumableBytes implements ResumableBytes {
   readonly #store: S3Store;
   readonly #hashes = new RunningHashes();
   readonly #uploads: ResumableMultipartUploads;
+  readonly #seen = new LastSeenUploads();
 
   constructor(client: S3Client, options: S3ResumableBytesOptions) {
     this.#client = client;
@@ -80,13 +82,14 @@ export class S3ResumableBytes implements ResumableBytes {
     await callS3(this.#client.send(new CreateMultipartUploadCommand({ Bucket: this.#bucket, Key: this.#key(id) })));
   }
 
-  async append(id: string, offset: number, source: Readable, bodyBytes?: number): Promise<number> {
+  async append(id: string, offset: number, source: Readable, request: AppendRequest = {}): Promise<number> {
+    const { bodyBytes, lockCount } = request;
     const hash = this.#hashes.take(id, offset);
     let part: PartAssembler | undefined;
     /** Cancels the part still streaming when the body ended before filling it; its bytes become the tail. */
     let cutShort = async (): Promise<unknown> => undefined;
     try {
-      const stored = await this.#stored(id);
+      const stored = (await this.#trusted(id, offset, lockCount)) ?? (await this.#stored(id));
       const foundTail = stored.tail.length;
       const foundPartBytes = stored.partBytes;
       let skip = 0;
@@ -159,6 +162,9 @@ export class S3ResumableBytes implements ResumableBytes {
       const emptiedByParts = tail.length === 0 && (foundTail === 0 || stored.partBytes > foundPartBytes);
       if (tailChanged && !emptiedByParts) await this.#putTail(id, stored.partBytes, tail);
       const size = stored.partBytes + tail.length;
+      if (lockCount !== undefined) {
+        this.#seen.remember(id, { lockCount, size, uploadId: stored.uploadId, parts: stored.parts, partBytes: stored.partBytes, tailBytes: tail.length });
+      }
       // Only when the hash saw exactly the bytes stored: a tail put by a failed call leaves it behind.
       if (hash && size === offset + received) this.#hashes.keep(id, size, hash);
       else hash?.drop();
@@ -173,6 +179,7 @@ export class S3ResumableBytes implements ResumableBytes {
 
   async finish(id: string, limits: { maxBytes: number }): Promise<BlobWrite> {
     const known = await this.#hashes.finish(id);
+    this.#seen.forget(id);
     const stored = await this.#stored(id);
     this.#uploads.forget(this.#key(id));
     const size = stored.partBytes + stored.tail.length;
@@ -191,6 +198,7 @@ export class S3ResumableBytes implements ResumableBytes {
   async remove(ids: readonly string[]): Promise<void> {
     this.#hashes.forget(ids);
     for (const id of ids) {
+      this.#seen.forget(id);
       await callS3(this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.#tailKey(id) }))).catch((error: unknown) => {
         if (!isStorageError(error, 'not-found')) throw error;
       });
@@ -213,6 +221,15 @@ export class S3ResumableBytes implements ResumableBytes {
       if (page.length > 0) yield page;
       ContinuationToken = answer.IsTruncated ? answer.NextContinuationToken : undefined;
     } while (ContinuationToken);
+  }
+
+  /** What this instance left of the upload, if nobody wrote it since: the parts as they were, the tail read only if there is one. */
+  async #trusted(id: string, offset: number, lockCount: number | undefined): Promise<Stored | undefined> {
+    const seen = this.#seen.take(id, lockCount, offset);
+    if (!seen) return undefined;
+    const tail = seen.tailBytes === 0 ? { bytes: Buffer.alloc(0), base: seen.partBytes } : await this.#getTail(id);
+    if (tail?.base !== seen.partBytes || tail.bytes.length !== seen.tailBytes) return undefined;
+    return { uploadId: seen.uploadId, parts: [...seen.parts], partBytes: seen.partBytes, tail: tail.bytes };
   }
 
   /** The upload as the store holds it; a tail whose base is not the parts' length is stale (a part absorbed it). */
