@@ -86,8 +86,8 @@ export class S3ResumableBytes implements ResumableBytes {
     const { bodyBytes, lockCount } = request;
     const hash = this.#hashes.take(id, offset);
     let part: PartAssembler | undefined;
-    /** Cancels the part still streaming when the body ended before filling it; its bytes become the tail. */
-    let cutShort = async (): Promise<unknown> => undefined;
+    /** The part being sent while it arrives; cancelled if the body ends before filling it, its bytes then the tail's. */
+    let streamed: StreamedPart | undefined;
     try {
       const stored = (await this.#trusted(id, offset, lockCount)) ?? (await this.#stored(id));
       const foundTail = stored.tail.length;
@@ -115,7 +115,6 @@ export class S3ResumableBytes implements ResumableBytes {
       // Where the part being assembled begins in the upload, and where this request's body ends.
       let partStart = stored.partBytes;
       const end = bodyBytes === undefined ? undefined : offset + bodyBytes;
-      let streamed: StreamedPart | undefined;
       /** Adds bytes to the parts; false once a part has failed. Reading stops while every slot is busy: the request is held back, not buffered. */
       const add = async (bytes: Buffer): Promise<boolean> => {
         for (let rest = bytes; rest.length > 0; ) {
@@ -133,7 +132,6 @@ export class S3ResumableBytes implements ResumableBytes {
         }
         return true;
       };
-      cutShort = async () => streamed?.cancel();
       const sending = await add(stored.tail);
       for await (const chunk of sending ? untilFailure(source) : []) {
         const behind = hash?.update(chunk);
@@ -150,7 +148,7 @@ export class S3ResumableBytes implements ResumableBytes {
         tailChanged = true;
         if (!(await add(bytes))) break;
       }
-      await cutShort();
+      await streamed?.cancel();
       await parts.finish();
       if (skipped < skip) {
         part.release();
@@ -170,7 +168,7 @@ export class S3ResumableBytes implements ResumableBytes {
       else hash?.drop();
       return size;
     } catch (error) {
-      await cutShort();
+      await streamed?.cancel();
       part?.release();
       hash?.drop();
       throw error;

@@ -36,9 +36,8 @@ export async function callS3<T>(request: Promise<T>): Promise<T> {
  * byte instead of a whole part's transfer later. Its body is views of the part's buffer, which stays
  * the part's until the store answers. A failed attempt (the store's error or silence, or the request
  * cut short) answers undefined, and the part is sent again from its buffer, whose retries start from
- * its first byte. The body cannot be signed before it is sent:
- * the part goes with an unsigned payload, its length checked by the store; the service hashes the
- * whole upload itself.
+ * its first byte. The body cannot be signed before it is sent: the part goes with an unsigned
+ * payload, its length checked by the store; the service hashes the whole upload itself.
  */
 export class StreamedPart {
   readonly #body = new PassThrough();
