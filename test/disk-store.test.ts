@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { DiskStore, type DiskStoreOptions } from '../src/storage/disk-store.js';
@@ -38,6 +39,18 @@ t.test('bytes stream into tmp/<instance>_<key>.part and are renamed to objects/<
   await written.commit();
   t.same(await filesUnder(store.tmpDir), []);
   t.same(await filesUnder(store.objectsDir), [path.join(written.key.slice(0, 2), written.key)]);
+});
+
+t.test('a commit whose fan-out folder was removed meanwhile creates it again and stores the bytes', async (t) => {
+  const store = await newStore(t);
+  const bytes = Buffer.from('into a folder made again');
+  const written = await store.write(streamOf([bytes]), { maxBytes: MiB });
+  const folder = path.join(store.objectsDir, written.key.slice(0, 2));
+  await mkdir(folder, { recursive: true });
+  await rm(folder, { recursive: true });
+  await written.commit();
+  t.same(await readFile(path.join(folder, written.key)), bytes);
+  t.same(await filesUnder(store.tmpDir), []);
 });
 
 t.test('a key that is not [a-z0-9]+ is refused, never resolved somewhere else', async (t) => {
@@ -77,6 +90,15 @@ t.test('checkWritable says full below the free-space floor', async (t) => {
   await t.rejects(store.checkWritable(), { name: 'StorageError', kind: 'full' });
   const missing = new DiskStore(path.join(os.tmpdir(), `no-such-store-${process.pid}`));
   await t.rejects(missing.checkWritable(), { name: 'StorageError', kind: 'unavailable' });
+});
+
+t.test('checkWritable trusts a healthy answer for a second, then looks again', async (t) => {
+  const store = await newStore(t);
+  await store.checkWritable();
+  await rm(store.root, { recursive: true });
+  await t.resolves(store.checkWritable(), 'within the second: the healthy answer stands');
+  await setTimeout(1100);
+  await t.rejects(store.checkWritable(), { name: 'StorageError', kind: 'unavailable' }, 'after it: the missing folders are seen');
 });
 
 t.test('open of a key whose bytes are gone is not-found', async (t) => {

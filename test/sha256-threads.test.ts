@@ -19,6 +19,8 @@ t.test('the digest is the sha256 of every byte added, whatever the chunking', as
   const cases: Record<string, Buffer[]> = {
     'no bytes': [],
     'one byte': [Buffer.from('x')],
+    '64 KiB, hashed in place': [randomBytes(64 * KiB)],
+    '64 KiB and one byte, hashed on the thread': [randomBytes(32 * KiB), randomBytes(32 * KiB + 1)],
     'one batch exactly': [randomBytes(256 * KiB)],
     'a batch and one byte': [randomBytes(256 * KiB + 1)],
     'odd chunks across batches': Array.from({ length: 40 }, (_, i) => randomBytes(7 * KiB + i * 331)),
@@ -60,6 +62,10 @@ t.test('a dropped or digested hash takes no more bytes', async (t) => {
   const digested = new Sha256();
   await digested.digest();
   t.throws(() => digested.update(Buffer.from('a')), /already digested or dropped/);
+  const small = new Sha256();
+  await small.update(Buffer.from('small'));
+  small.drop();
+  await t.rejects(small.digest(), /already digested or dropped/);
 });
 
 /** CPU ticks (user + system) of each thread of this process, by thread id. */
