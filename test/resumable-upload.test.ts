@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
+import { resumableMessages } from '../src/errors.js';
 import { createBucket } from './helpers/buckets.js';
 import { startService, type TestService } from './helpers/service.js';
 import { metadata, patchThenDrop, tusRequest } from './helpers/tus.js';
@@ -309,6 +311,42 @@ t.test('two PATCHes of one upload never interleave: the second waits or is refus
     .where('upload_id', '=', location.split('/').pop()!)
     .executeTakeFirstOrThrow();
   t.same(lock, { lock_token: null, locked_until: null, lock_count: 2 }, 'no lock outlives the answers; each PATCH took it once');
+});
+
+t.test('a PATCH whose lease another request took meanwhile records no offset and gets 423', async (t) => {
+  const s = await setup(t);
+  const content = randomBytes(2 * MiB);
+  const location = (await create(s, content.length, 'stalled.bin')).headers.location!;
+  const uploadId = location.split('/').pop()!;
+  const rowOfUpload = () =>
+    s.service.app.db.selectFrom('resumable_uploads').select(['offset_bytes', 'lock_token']).where('upload_id', '=', uploadId).executeTakeFirstOrThrow();
+
+  const patch = request(location, {
+    method: 'PATCH',
+    headers: { 'Tus-Resumable': '1.0.0', 'Content-Type': OCTETS, 'Upload-Offset': '0', 'Content-Length': String(content.length) },
+  });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    patch.on('response', (response) => {
+      let body = '';
+      response.setEncoding('utf8').on('data', (text: string) => (body += text));
+      response.on('end', () => resolve({ status: response.statusCode!, body }));
+    });
+    patch.on('error', reject);
+  });
+  patch.write(content.subarray(0, MiB));
+  while ((await rowOfUpload()).lock_token === null) await sleep(20);
+  // What a stall past the lease allows: another request's lock in the row.
+  await s.service.app.db
+    .updateTable('resumable_uploads')
+    .set({ lock_token: 'another-request', locked_until: new Date(Date.now() + 60_000) })
+    .where('upload_id', '=', uploadId)
+    .execute();
+  patch.end(content.subarray(MiB));
+
+  const { status, body } = await answer;
+  t.equal(status, 423);
+  t.same(JSON.parse(body), { Code: -1, Message: resumableMessages.locked });
+  t.same(await rowOfUpload(), { offset_bytes: 0, lock_token: 'another-request' }, 'no offset recorded, and the other lock stands');
 });
 
 t.test('tus-js-client uploads in chunks and the file arrives whole', async (t) => {

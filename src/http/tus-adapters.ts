@@ -10,6 +10,7 @@ import {
   LOCK_LEASE_MS,
   removeResumable,
   renewLockResumable,
+  ResumableLockLost,
   sweepExpiredResumables,
   tryLockResumable,
   unlockResumable,
@@ -105,7 +106,12 @@ export class ServiceDataStore extends DataStore {
     const row = await this.#rowOf(id, held);
     if (!row) throw ERRORS.FILE_NOT_FOUND;
     if (row.offset_bytes !== offset) throw ERRORS.INVALID_OFFSET;
-    const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, { lockToken: held?.token, bodyBytes: held?.bodyBytes });
+    const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, { lockToken: held?.token, bodyBytes: held?.bodyBytes }).catch(
+      (error: unknown) => {
+        // The client asks HEAD for the offset and sends the rest again, as after any 423.
+        throw error instanceof ResumableLockLost ? uploadLocked : error;
+      },
+    );
     if (held) {
       // The answer's Upload-Expires: the expiry this PATCH moved on.
       if (held.upload) held.upload.creation_date = this.#creationDate(expiresAt);

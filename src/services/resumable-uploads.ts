@@ -71,20 +71,25 @@ export async function appendResumable(
   // The row's lock count is this request's only when the row was read under its lock.
   const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, { bodyBytes, lockCount: lockToken ? row.lock_count : undefined });
   const expiresAt = new Date(Date.now() + ctx.expiryMs);
-  const held = lockToken && sql<boolean>`lock_token = ${lockToken}`;
-  await ctx.db
+  // Under a lock, the offset is this request's to record only while the lock is still its own (a
+  // lease lost in a stall may have let another request write since), and recording it gives the
+  // lock back in the same commit.
+  const updated = await ctx.db
     .updateTable('resumable_uploads')
-    .set({
-      offset_bytes: offset,
-      expires_at: expiresAt,
-      ...(held && {
-        lock_token: sql<string | null>`CASE WHEN ${held} THEN NULL ELSE lock_token END`,
-        locked_until: sql<Date | null>`CASE WHEN ${held} THEN NULL ELSE locked_until END`,
-      }),
-    })
+    .set({ offset_bytes: offset, expires_at: expiresAt, ...(lockToken && { lock_token: null, locked_until: null }) })
     .where('upload_id', '=', row.upload_id)
-    .execute();
+    .$if(lockToken !== undefined, (query) => query.where('lock_token', '=', lockToken!))
+    .executeTakeFirst();
+  if (lockToken && updated.numUpdatedRows === 0n) throw new ResumableLockLost(row.upload_id);
   return { offset, expiresAt };
+}
+
+/** The request's lease on an upload ran out and another request took it: its offset was not recorded. */
+export class ResumableLockLost extends Error {
+  constructor(readonly uploadId: string) {
+    super(`The lock on resumable upload ${uploadId} was lost before its offset was recorded.`);
+    this.name = 'ResumableLockLost';
+  }
 }
 
 /** Termination, expiry, or the end of a completion: state first, then bytes. */

@@ -53,7 +53,8 @@ export class DiskResumableBytes implements ResumableBytes {
       await pipeline(source, tap, stream).catch(() => {});
       if (!stream.closed) await new Promise<void>((resolve) => stream.once('close', () => resolve()));
       if (diskError) throw diskError;
-      const size = await syncedSize(file);
+      // No more than this append wrote: bytes past them, from a writer whose lease ran out, are not its to count.
+      const size = Math.min(await syncedSize(file), offset + tap.bytes);
       // Bytes that passed the tap but never reached the file (the stream was cut) leave the hash behind.
       if (hash && size === offset + tap.bytes) this.#hashes.keep(id, size, hash);
       else hash?.drop();
