@@ -38,10 +38,11 @@ export function BucketPage({ api, token, bucketId, notify }: { api: Operations; 
         )}
       </div>
       <Uploads token={token} bucketId={bucketId} onUploaded={loadFiles} />
-      {files === undefined ? (
+      {/* Both first: which link a file gets (its InternetPath, or a one-use secret) depends on the bucket. */}
+      {files === undefined || bucket === undefined ? (
         <p class="hint">Loading files…</p>
       ) : (
-        <FileTable api={api} files={files} openToRead={bucket?.OpenToRead ?? false} notify={notify} onChanged={loadFiles} />
+        <FileTable api={api} files={files} openToRead={bucket.OpenToRead} notify={notify} onChanged={loadFiles} />
       )}
     </section>
   );
