@@ -1,53 +1,27 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
-import { resumableMessages } from '../src/errors.js';
 import { createBucket } from './helpers/buckets.js';
+import { createResumable, OCTETS, setupResumable, type ResumableSetup } from './helpers/resumable.js';
 import { startService, type TestService } from './helpers/service.js';
 import { metadata, patchThenDrop, tusRequest } from './helpers/tus.js';
 
 const MiB = 1024 * 1024;
-const OCTETS = 'application/offset+octet-stream';
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-
-interface Setup {
-  service: TestService;
-  base: string;
-  endpoint: string;
-  token: string;
-  bucketId: number;
-}
-
-async function setup(t: Test, env: Record<string, string> = {}): Promise<Setup> {
-  const service = await startService(t, { env });
-  const base = await service.listen();
-  const { token } = await service.newApp();
-  const bucketId = await createBucket(service, token, { openToRead: true });
-  return { service, base, endpoint: `${base}/API/ResumableUpload`, token, bucketId };
-}
 
 /** Files left under STORAGE_DIR/resumable: the bytes of incomplete uploads. */
 async function resumableFiles(service: TestService): Promise<string[]> {
   return readdir(path.join(service.config.storageDir, 'resumable'));
 }
 
-function create(s: Setup, size: number, fileName: string, extra: Record<string, string> = {}) {
-  return tusRequest(s.endpoint, 'POST', {
-    Authorization: `Bearer ${s.token}`,
-    'Upload-Length': size,
-    'Upload-Metadata': metadata({ filename: fileName, BucketId: String(s.bucketId), AliveDays: '3', ...extra }),
-  });
-}
-
-/** Two services on one database and one storage folder: `a` set up as by setup(), `b` at bBase. */
-async function twoInstances(t: Test): Promise<{ a: Setup; bBase: string }> {
+/** Two services on one database and one storage folder: `a` set up as by setupResumable(), `b` at bBase. */
+async function twoInstances(t: Test): Promise<{ a: ResumableSetup; bBase: string }> {
   const storageDir = await mkdtemp(path.join(tmpdir(), 'filestore-resumable-shared-'));
   t.teardown(() => rm(storageDir, { recursive: true, force: true }));
-  const a = await setup(t, { STORAGE_DIR: storageDir });
+  const a = await setupResumable(t, { STORAGE_DIR: storageDir });
   const b = await startService(t, { env: { STORAGE_DIR: storageDir } });
   return { a, bBase: await b.listen() };
 }
@@ -59,7 +33,7 @@ async function download(url: string): Promise<Buffer> {
 }
 
 t.test('OPTIONS announces the protocol, its extensions and the size limit', async (t) => {
-  const s = await setup(t, { MAX_UPLOAD_BYTES: String(64 * MiB) });
+  const s = await setupResumable(t, { MAX_UPLOAD_BYTES: String(64 * MiB) });
   const response = await tusRequest(s.endpoint, 'OPTIONS', {});
   t.equal(response.status, 204);
   t.equal(response.headers['tus-version'], '1.0.0');
@@ -68,9 +42,9 @@ t.test('OPTIONS announces the protocol, its extensions and the size limit', asyn
 });
 
 t.test('a connection dropped mid-PATCH resumes from the offset HEAD reports, and the file is byte-identical', async (t) => {
-  const s = await setup(t);
+  const s = await setupResumable(t);
   const content = randomBytes(6 * MiB + 123);
-  const created = await create(s, content.length, 'résumé video.bin');
+  const created = await createResumable(s, content.length, 'résumé video.bin');
   t.equal(created.status, 201, created.body);
   const location = created.headers.location!;
   t.match(location, new RegExp(`^${s.base}/API/ResumableUpload/[a-f0-9]{32}$`), 'absolute Location with a 128-bit id');
@@ -137,7 +111,7 @@ t.test('a connection dropped mid-PATCH resumes from the offset HEAD reports, and
 });
 
 t.test('creation-with-upload and an empty file complete in the POST itself', async (t) => {
-  const s = await setup(t);
+  const s = await setupResumable(t);
   const content = randomBytes(300_000);
   const whole = await tusRequest(
     s.endpoint,
@@ -154,7 +128,7 @@ t.test('creation-with-upload and an empty file complete in the POST itself', asy
   t.equal(whole.headers['upload-offset'], String(content.length));
   t.equal(sha256(await download(`${s.base}/Download/FromKey/${whole.headers['upload-file-key']}`)), sha256(content));
 
-  const empty = await create(s, 0, 'empty.txt');
+  const empty = await createResumable(s, 0, 'empty.txt');
   t.equal(empty.status, 201, empty.body);
   const key = empty.headers['upload-file-key'];
   t.ok(key, 'Upload-Length: 0 completes at once');
@@ -163,22 +137,22 @@ t.test('creation-with-upload and an empty file complete in the POST itself', asy
 });
 
 t.test('the token may come from the AccessToken metadata key; given twice differently it is refused', async (t) => {
-  const s = await setup(t);
+  const s = await setupResumable(t);
   const viaMetadata = await tusRequest(s.endpoint, 'POST', {
     'Upload-Length': 10,
     'Upload-Metadata': metadata({ filename: 'a.txt', BucketId: String(s.bucketId), AliveDays: '3', AccessToken: s.token }),
   });
   t.equal(viaMetadata.status, 201, viaMetadata.body);
-  const twice = await create(s, 10, 'b.txt', { AccessToken: 'something-else' });
+  const twice = await createResumable(s, 10, 'b.txt', { AccessToken: 'something-else' });
   t.equal(twice.status, 400);
   t.same(JSON.parse(twice.body).Items, ['The AccessToken is given twice with different values.']);
 });
 
 t.test('every refusal of creation carries the envelope, and stores nothing', async (t) => {
-  const s = await setup(t, { MAX_UPLOAD_BYTES: String(MiB) });
+  const s = await setupResumable(t, { MAX_UPLOAD_BYTES: String(MiB) });
   const other = await s.service.newApp();
   const closed = await createBucket(s.service, other.token, { openToUpload: false });
-  const taken = await create(s, 0, 'taken.txt');
+  const taken = await createResumable(s, 0, 'taken.txt');
   t.equal(taken.status, 201);
 
   const cases: Array<[string, Record<string, string | number>, number, Record<string, unknown>]> = [
@@ -211,8 +185,8 @@ t.test('every refusal of creation carries the envelope, and stores nothing', asy
 });
 
 t.test('PATCH refusals: content type 415, offset 409, unknown 404, over the length 413', async (t) => {
-  const s = await setup(t);
-  const created = await create(s, 10, 'p.txt');
+  const s = await setupResumable(t);
+  const created = await createResumable(s, 10, 'p.txt');
   const location = created.headers.location!;
   const wrongType = await tusRequest(location, 'PATCH', { 'Content-Type': 'application/octet-stream', 'Upload-Offset': 0 }, Buffer.from('hello'));
   t.equal(wrongType.status, 415);
@@ -230,10 +204,10 @@ t.test('PATCH refusals: content type 415, offset 409, unknown 404, over the leng
 });
 
 t.test('a name taken while the upload ran: the last PATCH gets 409 and the bytes are removed', async (t) => {
-  const s = await setup(t);
-  const slow = await create(s, 3, 'race.txt');
+  const s = await setupResumable(t);
+  const slow = await createResumable(s, 3, 'race.txt');
   t.equal(slow.status, 201, 'an incomplete upload does not hold the name…');
-  const fast = await create(s, 0, 'race.txt');
+  const fast = await createResumable(s, 0, 'race.txt');
   t.equal(fast.status, 201, '…so another upload takes it first');
   t.ok(fast.headers['upload-file-key']);
   t.equal((await resumableFiles(s.service)).length, 1);
@@ -249,9 +223,9 @@ t.test('a name taken while the upload ran: the last PATCH gets 409 and the bytes
 });
 
 t.test('bytes without state, left by a crash, are swept once they are an hour old', async (t) => {
-  const s = await setup(t);
+  const s = await setupResumable(t);
   const { sweepOrphanResumables } = await import('../src/services/resumable-uploads.js');
-  const live = await create(s, 10, 'live.txt');
+  const live = await createResumable(s, 10, 'live.txt');
   const orphan = 'f'.repeat(32);
   await writeFile(path.join(s.service.config.storageDir, 'resumable', orphan), 'left');
   t.equal(await sweepOrphanResumables(s.service.app.resumable), 0, 'young bytes are left alone');
@@ -260,8 +234,8 @@ t.test('bytes without state, left by a crash, are swept once they are an hour ol
 });
 
 t.test('DELETE terminates an upload: 204, state and bytes gone', async (t) => {
-  const s = await setup(t);
-  const created = await create(s, 100, 'bye.txt');
+  const s = await setupResumable(t);
+  const created = await createResumable(s, 100, 'bye.txt');
   const location = created.headers.location!;
   await tusRequest(location, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, randomBytes(50));
   t.equal((await resumableFiles(s.service)).length, 1);
@@ -273,8 +247,8 @@ t.test('DELETE terminates an upload: 204, state and bytes gone', async (t) => {
 });
 
 t.test('an abandoned upload expires after its last PATCH: 410, then the sweep removes it', async (t) => {
-  const s = await setup(t, { RESUMABLE_UPLOAD_EXPIRY_SECONDS: '2' });
-  const created = await create(s, 100, 'late.txt');
+  const s = await setupResumable(t, { RESUMABLE_UPLOAD_EXPIRY_SECONDS: '2' });
+  const created = await createResumable(s, 100, 'late.txt');
   const location = created.headers.location!;
   await sleep(1100);
   const patched = await tusRequest(location, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, randomBytes(10));
@@ -293,64 +267,8 @@ t.test('an abandoned upload expires after its last PATCH: 410, then the sweep re
   t.equal((await tusRequest(location, 'HEAD', {})).status, 404);
 });
 
-t.test('two PATCHes of one upload never interleave: the second waits or is refused', async (t) => {
-  const s = await setup(t);
-  const content = randomBytes(4 * MiB);
-  const created = await create(s, content.length, 'both.bin');
-  const location = created.headers.location!;
-  const [a, b] = await Promise.all([
-    tusRequest(location, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, content.subarray(0, 2 * MiB)),
-    tusRequest(location, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, content.subarray(0, 2 * MiB)),
-  ]);
-  t.same([a.status, b.status].sort(), [204, 409], 'one wrote, the other found the offset moved');
-  const head = await tusRequest(location, 'HEAD', {});
-  t.equal(head.headers['upload-offset'], String(2 * MiB));
-  const lock = await s.service.app.db
-    .selectFrom('resumable_uploads')
-    .select(['lock_token', 'locked_until', 'lock_count'])
-    .where('upload_id', '=', location.split('/').pop()!)
-    .executeTakeFirstOrThrow();
-  t.same(lock, { lock_token: null, locked_until: null, lock_count: 2 }, 'no lock outlives the answers; each PATCH took it once');
-});
-
-t.test('a PATCH whose lease another request took meanwhile records no offset and gets 423', async (t) => {
-  const s = await setup(t);
-  const content = randomBytes(2 * MiB);
-  const location = (await create(s, content.length, 'stalled.bin')).headers.location!;
-  const uploadId = location.split('/').pop()!;
-  const rowOfUpload = () =>
-    s.service.app.db.selectFrom('resumable_uploads').select(['offset_bytes', 'lock_token']).where('upload_id', '=', uploadId).executeTakeFirstOrThrow();
-
-  const patch = request(location, {
-    method: 'PATCH',
-    headers: { 'Tus-Resumable': '1.0.0', 'Content-Type': OCTETS, 'Upload-Offset': '0', 'Content-Length': String(content.length) },
-  });
-  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    patch.on('response', (response) => {
-      let body = '';
-      response.setEncoding('utf8').on('data', (text: string) => (body += text));
-      response.on('end', () => resolve({ status: response.statusCode!, body }));
-    });
-    patch.on('error', reject);
-  });
-  patch.write(content.subarray(0, MiB));
-  while ((await rowOfUpload()).lock_token === null) await sleep(20);
-  // What a stall past the lease allows: another request's lock in the row.
-  await s.service.app.db
-    .updateTable('resumable_uploads')
-    .set({ lock_token: 'another-request', locked_until: new Date(Date.now() + 60_000) })
-    .where('upload_id', '=', uploadId)
-    .execute();
-  patch.end(content.subarray(MiB));
-
-  const { status, body } = await answer;
-  t.equal(status, 423);
-  t.same(JSON.parse(body), { Code: -1, Message: resumableMessages.locked });
-  t.same(await rowOfUpload(), { offset_bytes: 0, lock_token: 'another-request' }, 'no offset recorded, and the other lock stands');
-});
-
 t.test('tus-js-client uploads in chunks and the file arrives whole', async (t) => {
-  const s = await setup(t);
+  const s = await setupResumable(t);
   const { Upload } = await import('tus-js-client');
   const content = randomBytes(3 * MiB + 17);
   const result = await new Promise<{ url: string | null }>((resolve, reject) => {
@@ -379,7 +297,7 @@ t.test('two instances on one database and one storage folder: either serves any 
   const { a, bBase } = await twoInstances(t);
   const content = randomBytes(3 * MiB);
 
-  const created = await create(a, content.length, 'travels.bin');
+  const created = await createResumable(a, content.length, 'travels.bin');
   const id = created.headers.location!.split('/').pop()!;
   const onB = `${bBase}/API/ResumableUpload/${id}`;
   const first = await tusRequest(onB, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, content.subarray(0, MiB));
@@ -402,7 +320,7 @@ t.test('two instances on one database and one storage folder: either serves any 
 t.test('written by turns on two instances, the file is whole and its stored sha256 right', async (t) => {
   const { a, bBase } = await twoInstances(t);
   const content = randomBytes(4 * MiB + 7);
-  const id = (await create(a, content.length, 'turns.bin')).headers.location!.split('/').pop()!;
+  const id = (await createResumable(a, content.length, 'turns.bin')).headers.location!.split('/').pop()!;
   // a, b, a, b: each instance last saw the upload two PATCHes ago.
   const bases = [a.base, bBase, a.base, bBase];
   let answer;
