@@ -45,6 +45,26 @@ t.test('S3 store', { skip: whyNoS3() }, async (t) => {
     t.same(await incompleteWrites(store), [], 'every multipart upload completed');
   });
 
+  t.test('a stalled upload that holds the only part slot does not hold back another', async (t) => {
+    const store = await newStore(t, { partSlots: 1, concurrency: 3 });
+    const stalled = new Readable({ read() {} });
+    const stalledBody = randomBytes(PART_SIZE / 2);
+    stalled.push(stalledBody);
+    const stalledWrite = store.write(stalled, { maxBytes: 10 * PART_SIZE });
+    // The stalled upload is filling its part: the one slot is taken.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const body = randomBytes(3 * PART_SIZE + 1234);
+    const key = await putBytes(store, body);
+    t.ok((await readBytes(store, key))?.equals(body), 'an upload of four parts completes while the other is stalled');
+    const rest = randomBytes(PART_SIZE);
+    stalled.push(rest);
+    stalled.push(null);
+    const written = await stalledWrite;
+    await written.commit();
+    t.ok((await readBytes(store, written.key))?.equals(Buffer.concat([stalledBody, rest])), 'the stalled upload completes once its client goes on');
+    t.same(await incompleteWrites(store), [], 'every multipart upload completed');
+  });
+
   t.test('a write that fails after some parts were sent aborts its multipart upload', async (t) => {
     const store = await newStore(t);
     const boom = new Error('connection reset');

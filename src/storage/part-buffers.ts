@@ -1,5 +1,6 @@
 /**
- * The memory of multipart uploads' parts, shared by every upload of an instance.
+ * The memory of multipart uploads' parts, shared by every upload of an instance
+ * (S3_UPLOAD_MEMORY_BYTES): parts being filled and parts in flight to the store count alike.
  *
  * A part is assembled by copying the request's chunks into a buffer of the part size as they
  * arrive, and that buffer is used again once the store has the part. Chunks kept in a list until a
@@ -7,26 +8,28 @@
  * collections freed them: a full collection every 10 MiB or so, 40 % of the service's CPU on S3
  * uploads.
  *
- * Parts in flight to the store are limited across uploads, so the instance's memory stays bounded
- * however many uploads run at once: each upload still has at most its concurrency of parts (the
- * one being filled included), and an upload whose next part finds every slot taken waits for one,
- * its request held back meanwhile.
+ * An upload takes a buffer to fill only while the instance holds fewer than `slots`, or when it
+ * holds none itself (nothing being filled, nothing in flight). So every upload can always go on, a
+ * part at a time, and the instance holds at most max(slots, uploads) parts however many run at
+ * once; a slow client holds only the part it fills. An upload that must wait stops reading: its
+ * request is held back, not buffered.
  */
 export class PartSlots {
-  #sending = 0;
-  readonly #waiting: Array<() => void> = [];
+  #taken = 0;
+  #waiting: Array<() => void> = [];
 
   constructor(readonly slots: number) {}
 
-  /** Resolves once a part may be sent; release() gives the slot back. */
-  async acquire(): Promise<void> {
-    while (this.#sending >= this.slots) await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    this.#sending += 1;
+  /** Resolves once a buffer may be taken, and counts it: at once while there is room or while `idle()` (the upload holds none). */
+  async reserve(idle: () => boolean): Promise<void> {
+    while (this.#taken >= this.slots && !idle()) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#taken += 1;
   }
 
+  /** A buffer is back: every waiting upload looks again (one may have become idle, not only first in line). */
   release(): void {
-    this.#sending -= 1;
-    this.#waiting.shift()?.();
+    this.#taken -= 1;
+    for (const wake of this.#waiting.splice(0)) wake();
   }
 }
 
@@ -44,7 +47,9 @@ export class PartBuffers {
     readonly slots: PartSlots,
   ) {}
 
-  take(): Buffer {
+  /** A buffer, once the slots allow one (see PartSlots); `idle()` tells whether the upload holds none. */
+  async take(idle: () => boolean): Promise<Buffer> {
+    await this.slots.reserve(idle);
     this.#lent += 1;
     clearTimeout(this.#dropSpares);
     return this.#spares.pop() ?? Buffer.allocUnsafeSlow(this.size);
@@ -52,6 +57,7 @@ export class PartBuffers {
 
   give(buffer: Buffer): void {
     this.#lent -= 1;
+    this.slots.release();
     if (this.#spares.length < this.slots.slots) this.#spares.push(buffer);
     if (this.#lent === 0) this.#dropSpares = setTimeout(() => (this.#spares.length = 0), KEEP_SPARES_MS).unref();
   }
@@ -68,7 +74,7 @@ export function plainPart(bytes: Buffer): PartBody {
   return { bytes, done: () => {} };
 }
 
-/** One upload's next part, filled in a buffer of `buffers`. */
+/** One upload's next part, filled in a buffer of `buffers` that reserve() obtains first. */
 export class PartAssembler {
   #buffer: Buffer | undefined;
   #length = 0;
@@ -77,6 +83,16 @@ export class PartAssembler {
 
   get length(): number {
     return this.#length;
+  }
+
+  /** Whether the part has its buffer, so that add() may be called. */
+  get reserved(): boolean {
+    return this.#buffer !== undefined;
+  }
+
+  /** Waits for the part's buffer; `idle()` tells whether the upload holds no other part (see PartSlots). */
+  async reserve(idle: () => boolean): Promise<void> {
+    this.#buffer ??= await this.buffers.take(idle);
   }
 
   /** The bytes of the part so far: a view, valid until take(). */
@@ -90,15 +106,15 @@ export class PartAssembler {
 
   /** Copies as much of `bytes` as the part has room for; the rest is returned. */
   add(bytes: Buffer): Buffer {
-    this.#buffer ??= this.buffers.take();
-    const copied = bytes.copy(this.#buffer, this.#length);
+    const buffer = this.#reservedBuffer();
+    const copied = bytes.copy(buffer, this.#length);
     this.#length += copied;
     return bytes.subarray(copied);
   }
 
-  /** The part so far, to send; the assembler starts a new one. */
+  /** The part so far, to send; the assembler starts a new one, for which reserve() is needed again. */
   take(): PartBody {
-    const buffer = this.#buffer ?? this.buffers.take();
+    const buffer = this.#reservedBuffer();
     const bytes = buffer.subarray(0, this.#length);
     this.#buffer = undefined;
     this.#length = 0;
@@ -125,5 +141,10 @@ export class PartAssembler {
   /** Gives the buffer back unsent (the upload failed). */
   release(): void {
     if (this.#buffer) this.take().done();
+  }
+
+  #reservedBuffer(): Buffer {
+    if (!this.#buffer) throw new Error('The part has no buffer yet: reserve() first.');
+    return this.#buffer;
   }
 }

@@ -107,7 +107,7 @@ export class S3ResumableBytes implements ResumableBytes {
       let tailChanged = stored.tail.length !== foundTail;
       let skipped = 0;
       let received = 0;
-      const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency, this.#buffers.slots);
+      const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, this.#concurrency);
       // An upload keeps the part size it began with, whatever S3_PART_SIZE_BYTES says now.
       const cut = stored.parts[0]?.Size ?? this.#cut;
       part = new PartAssembler(cut === this.#buffers.size ? this.#buffers : new PartBuffers(cut, this.#buffers.slots));
@@ -115,9 +115,10 @@ export class S3ResumableBytes implements ResumableBytes {
       // Where the part being assembled begins in the upload, and where this request's body ends.
       let partStart = stored.partBytes;
       const end = bodyBytes === undefined ? undefined : offset + bodyBytes;
-      /** Adds bytes to the parts; false once a part has failed. Reading stops while every slot is busy: the request is held back, not buffered. */
+      /** Adds bytes to the parts; false once a part has failed. Reading stops while the part waits for its buffer: the request is held back, not buffered. */
       const add = async (bytes: Buffer): Promise<boolean> => {
         for (let rest = bytes; rest.length > 0; ) {
+          if (!assembled.reserved) await assembled.reserve(() => parts.idle);
           const from = assembled.length;
           // Only a part the body is known to fill: one cut short would have gone to the store for nothing.
           if (from === 0 && end !== undefined && end >= partStart + cut) streamed = parts.begin(cut);
@@ -258,7 +259,7 @@ export class S3ResumableBytes implements ResumableBytes {
 
   /** The last part, at completion. */
   async #uploadPart(id: string, stored: Stored, body: Buffer): Promise<void> {
-    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, 1, this.#buffers.slots);
+    const parts = new PartsInFlight(this.#client, this.#bucket, this.#key(id), stored, 1);
     await parts.send(plainPart(body));
     await parts.finish();
   }

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { UploadPartCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
 import { fromS3Error, httpStatus, StorageError } from './errors.js';
-import type { PartBody, PartSlots } from './part-buffers.js';
+import type { PartBody } from './part-buffers.js';
 import { S3_ANSWER_TIMEOUT_MS } from './s3-client.js';
 
 /**
@@ -79,8 +79,7 @@ export class StreamedPart {
 
 /**
  * The parts one append sends, numbered after the stored ones, at most `concurrency` in flight (each
- * holds its bytes until answered) and only while `slots` has room. `stored` learns of them only once
- * every one is in, in order.
+ * holds its bytes until answered). `stored` learns of them only once every one is in, in order.
  */
 export class PartsInFlight {
   readonly #inFlight = new Set<Promise<void>>();
@@ -94,9 +93,13 @@ export class PartsInFlight {
     private readonly key: string,
     private readonly stored: Stored,
     private readonly concurrency: number,
-    private readonly slots: PartSlots,
   ) {
     this.#next = (stored.parts.at(-1)?.PartNumber ?? 0) + 1;
+  }
+
+  /** No part of this append is in flight. */
+  get idle(): boolean {
+    return this.#inFlight.size === 0;
   }
 
   /** Begins sending the next part while its `length` bytes arrive; send() then finishes it. */
@@ -109,7 +112,6 @@ export class PartsInFlight {
    * bytes if that failed); resolves when there is room for another, false once one has failed.
    */
   async send(part: PartBody, streamed?: StreamedPart): Promise<boolean> {
-    await this.slots.acquire();
     const PartNumber = this.#next++;
     const body = part.bytes;
     const sending = (streamed ? streamed.answer : Promise.resolve(undefined))
@@ -118,7 +120,6 @@ export class PartsInFlight {
       .catch((error: unknown) => void (this.#failure ??= { error }))
       .finally(() => {
         this.#inFlight.delete(sending);
-        this.slots.release();
         part.done();
       });
     this.#inFlight.add(sending);

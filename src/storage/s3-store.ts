@@ -103,13 +103,14 @@ export class S3Store implements BlobStore {
 
   async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
     const key = newStorageKey();
-    const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims, this.partBuffers.slots);
+    const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims);
     const metered = meter(source, maxBytes);
     const part = new PartAssembler(this.partBuffers);
     try {
-      // Reading stops while all part slots are busy: the request is held back, not buffered.
+      // Reading stops while the part waits for its buffer: the request is held back, not buffered.
       for await (const chunk of metered as AsyncIterable<Buffer>) {
         for (let rest = chunk; rest.length > 0; ) {
+          if (!part.reserved) await part.reserve(() => upload.idle);
           rest = part.add(rest);
           if (part.full) await upload.send(part.take());
         }

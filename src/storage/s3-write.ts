@@ -10,13 +10,13 @@ import {
 } from '@aws-sdk/client-s3';
 import type { BlobWrite } from './blob-store.js';
 import { fromS3Error, StorageError } from './errors.js';
-import type { PartBody, PartSlots } from './part-buffers.js';
+import type { PartBody } from './part-buffers.js';
 import type { S3UploadClaims } from './s3-upload-claims.js';
 
 /**
  * The parts of one multipart upload, at most `concurrency` of them in memory at once (in flight or
- * being filled), and in flight only while `slots` has room. The upload is created with its first
- * part, so a small body never makes one.
+ * being filled; the instance's part slots decide when the next may be filled). The upload is
+ * created with its first part, so a small body never makes one.
  */
 export class PartUpload {
   uploadId: string | undefined;
@@ -31,11 +31,15 @@ export class PartUpload {
     private readonly objectKey: string,
     private readonly concurrency: number,
     private readonly claims: S3UploadClaims,
-    private readonly slots: PartSlots,
   ) {}
 
   get started(): boolean {
     return this.uploadId !== undefined;
+  }
+
+  /** No part of this upload is in flight: it holds no part memory but the one it may be filling. */
+  get idle(): boolean {
+    return this.#inFlight.size === 0;
   }
 
   /** Starts sending `part` as the next part; resolves when there is room for the next one. Its memory is freed either way. */
@@ -46,7 +50,6 @@ export class PartUpload {
         if (!this.uploadId) throw new StorageError('unavailable', 's3: no UploadId in the answer');
         await this.claims.claim(this.key, this.objectKey, this.uploadId);
       }
-      await this.slots.acquire();
     } catch (error) {
       part.done();
       throw error;
@@ -64,7 +67,6 @@ export class PartUpload {
       })
       .finally(() => {
         this.#inFlight.delete(sending);
-        this.slots.release();
         part.done();
       });
     this.#inFlight.add(sending);
