@@ -14,7 +14,7 @@ export interface S3Config {
   readonly prefix: string;
   readonly partSizeBytes: number;
   readonly uploadConcurrency: number;
-  /** The parts of every upload of the instance, being filled or in flight, stay under this many bytes (at least one part), beyond one part per upload. */
+  /** The parts of every upload of the instance, being filled or in flight, stay under this many bytes (at least one part), plus one part per other upload. */
   readonly uploadMemoryBytes: number;
 }
 

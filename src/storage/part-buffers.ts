@@ -10,9 +10,10 @@
  *
  * An upload takes a buffer to fill only while the instance holds fewer than `slots`, or when it
  * holds none itself (nothing being filled, nothing in flight). So every upload can always go on, a
- * part at a time, and the instance holds at most max(slots, uploads) parts however many run at
- * once; a slow client holds only the part it fills. An upload that must wait stops reading: its
- * request is held back, not buffered.
+ * part at a time, and the instance holds at most `slots` parts plus one for each other upload
+ * running at once; a slow client holds only the part it fills, and the others wait only for parts
+ * of their own in flight. An upload that must wait stops reading: its request is held back, not
+ * buffered.
  */
 export class PartSlots {
   #taken = 0;
