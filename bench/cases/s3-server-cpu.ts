@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fmt } from '../format.js';
-import type { Metric } from '../results.js';
+import { median, type Metric } from '../results.js';
 import { processCpuSeconds } from '../processes.js';
 
 /** Process names of S3 servers, and of the daemons that store their bytes, that may run beside the bench. */
@@ -50,8 +50,7 @@ export class S3ServerCores {
   }
 
   get median(): number {
-    const sorted = [...this.#runs].sort((a, b) => a - b);
-    return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
+    return median(this.#runs);
   }
 }
 

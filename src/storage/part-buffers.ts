@@ -17,7 +17,7 @@
  */
 export class PartSlots {
   #taken = 0;
-  #waiting: Array<() => void> = [];
+  readonly #waiting: Array<() => void> = [];
 
   constructor(readonly slots: number) {}
 
