@@ -1,7 +1,7 @@
 /**
  * s3-large: the service on STORAGE_BACKEND=s3 against the same transfer done directly with
- * @aws-sdk/client-s3 (multipart upload with the service's part size and concurrency; GetObject
- * read to the end), and the service's peak RSS while several large files stream through it at once.
+ * @aws-sdk/client-s3 on the service's own client settings (multipart upload with the service's part
+ * size and concurrency; GetObject read to the end), and the service's peak RSS while several large files stream through it at once.
  * Needs S3_TEST_ENDPOINT and its keys (`eval "$(scripts/s3-test-server.sh env)"`); skips without them.
  */
 import { randomBytes } from 'node:crypto';
@@ -18,6 +18,7 @@ import {
   S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import { createS3Client } from '../../src/storage/s3-client.js';
 import { download, fileContent, MiB, newClient, newSeed } from '../load.js';
 import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { fmt, sizeLabel } from '../format.js';
@@ -136,7 +137,8 @@ export async function s3Large(ctx: Context): Promise<void> {
   const base = ctx.services[0]!;
   const db = base.setup.db;
   const { setup, bucket } = s3ServiceSetup(base, env);
-  const s3 = new S3Client({ endpoint: env.endpoint, region: env.region, forcePathStyle: true, credentials: { accessKeyId: env.accessKeyId, secretAccessKey: env.secretAccessKey } });
+  // The service's own client settings (HTTP handler, timeouts, checksums): the same transfer, without the service.
+  const s3 = createS3Client({ ...env, bucket, forcePathStyle: true, prefix: '', partSizeBytes: PART_SIZE, uploadConcurrency: CONCURRENCY, uploadMemoryBytes: PART_SIZE * CONCURRENCY });
   // A fresh service process (it creates its bucket), so that its peak RSS is this case's own.
   const started = await startService(setup);
   const directKeys: string[] = [];
