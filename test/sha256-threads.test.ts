@@ -1,14 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import t from 'tap';
-import { Sha256 } from '../src/storage/sha256-threads.js';
+import { HASHED_IN_PLACE_LENGTH, Sha256 } from '../src/storage/sha256-threads.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
 /** Adds the chunks as an upload does: waiting whenever the hash asks it to. */
-async function digestOf(chunks: Buffer[]): Promise<string> {
-  const hash = new Sha256();
+async function digestOf(chunks: Buffer[], lengthAtMost?: number): Promise<string> {
+  const hash = new Sha256(lengthAtMost);
   for (const chunk of chunks) await hash.update(chunk);
   return hash.digest();
 }
@@ -27,6 +27,34 @@ t.test('the digest is the sha256 of every byte added, whatever the chunking', as
     'one chunk of several batches': [randomBytes(3 * MiB + 5)],
   };
   for (const [name, chunks] of Object.entries(cases)) t.equal(await digestOf(chunks), expected(chunks), name);
+});
+
+t.test('a hash told its length is small gives the same digests, hashed in place', async (t) => {
+  const cases: Record<string, Buffer[]> = {
+    'no bytes': [],
+    'one byte': [Buffer.from('x')],
+    'odd chunks across batches': Array.from({ length: 40 }, (_, i) => randomBytes(7 * KiB + i * 331)),
+    'the whole length in place': [randomBytes(HASHED_IN_PLACE_LENGTH - 1), Buffer.from('z')],
+  };
+  for (const [name, chunks] of Object.entries(cases)) {
+    const length = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+    t.equal(await digestOf(chunks, length), expected(chunks), `${name}, told its exact length`);
+    t.equal(await digestOf(chunks, HASHED_IN_PLACE_LENGTH), expected(chunks), `${name}, told the largest length hashed in place`);
+  }
+  const beyond = [randomBytes(HASHED_IN_PLACE_LENGTH + 1)];
+  t.equal(await digestOf(beyond, HASHED_IN_PLACE_LENGTH + 1), expected(beyond), 'one byte more, hashed on the thread');
+});
+
+t.test('in place, a hash never asks its caller to wait; past the length, a thread that is behind does', async (t) => {
+  const small = new Sha256(HASHED_IN_PLACE_LENGTH);
+  t.equal(small.update(randomBytes(2 * MiB)), undefined, '2 MiB at once, hashed at once');
+  t.equal(small.update(randomBytes(2 * MiB)), undefined);
+  await small.digest();
+  const large = new Sha256(HASHED_IN_PLACE_LENGTH + 1);
+  const behind = large.update(randomBytes(2 * MiB));
+  t.type(behind, Promise, 'a larger hash goes to its thread, whose queue is bounded');
+  await behind;
+  await large.digest();
 });
 
 t.test('many hashes at once keep their bytes apart', async (t) => {
@@ -66,6 +94,11 @@ t.test('a dropped or digested hash takes no more bytes', async (t) => {
   await small.update(Buffer.from('small'));
   small.drop();
   await t.rejects(small.digest(), /already digested or dropped/);
+  const inPlace = new Sha256(KiB);
+  await inPlace.update(Buffer.from('in place'));
+  inPlace.drop();
+  t.throws(() => inPlace.update(Buffer.from('a')), /already digested or dropped/);
+  await t.rejects(inPlace.digest(), /already digested or dropped/);
 });
 
 /** CPU ticks (user + system) of each thread of this process, by thread id. */
@@ -90,4 +123,20 @@ t.test('the hashing runs on another thread than the caller', { skip: process.pla
   const others = [...after.keys()].filter((tid) => tid !== String(process.pid)).reduce((sum, tid) => sum + used(tid), 0);
   // 256 MiB: seconds of hashing on a core without SHA instructions, against copies on the main thread.
   t.ok(others > main, `other threads used ${others} ticks, the main thread ${main}`);
+});
+
+t.test('a hash of a small known length runs on the caller\'s thread', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const chunk = randomBytes(MiB);
+  const before = threadTicks();
+  // 256 MiB in hashes of 4 MiB, as 64 small uploads would be.
+  for (let file = 0; file < 64; file++) {
+    const hash = new Sha256(HASHED_IN_PLACE_LENGTH);
+    for (let i = 0; i < 4; i++) hash.update(chunk);
+    await hash.digest();
+  }
+  const after = threadTicks();
+  const used = (tid: string) => (after.get(tid) ?? 0) - (before.get(tid) ?? 0);
+  const main = used(String(process.pid));
+  const others = [...after.keys()].filter((tid) => tid !== String(process.pid)).reduce((sum, tid) => sum + used(tid), 0);
+  t.ok(main > others, `the main thread used ${main} ticks, the other threads ${others}`);
 });

@@ -7,6 +7,7 @@ import { onlyOnDisk, startService, type TestService } from './helpers/service.js
 import { incompleteWrites, readBytes, storedKeys } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 import type { DiskStore } from '../src/storage/disk-store.js';
+import { HASHED_IN_PLACE_LENGTH } from '../src/storage/sha256-threads.js';
 
 const MiB = 1024 * 1024;
 const INVALID = 'Your input contains several errors!';
@@ -84,6 +85,18 @@ t.test('fields after a file larger than 1 MiB, and a lower-case file part', asyn
   const row = await fileRow(service, result.body.FileKey as number);
   t.equal(row?.size_bytes, 3 * MiB, 'not cut at the 1 MiB default');
   t.equal(row?.sha256, result.sha256);
+});
+
+t.test('files sent with a Content-Length, below and above the length hashed in place, keep their bytes and sha256', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await setup(t);
+  for (const size of [0, 1, 1 * MiB, HASHED_IN_PLACE_LENGTH - 300, HASHED_IN_PLACE_LENGTH + 1, 9 * MiB]) {
+    const result = await upload({ baseUrl, query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, fileName: `sized-${size}.bin`, size, withLength: true });
+    t.equal(result.body.Code, 0, JSON.stringify(result.body));
+    const row = await fileRow(service, result.body.FileKey as number);
+    t.equal(row?.size_bytes, size, `${size} bytes`);
+    t.equal(row?.sha256, result.sha256, `the sha256 of ${size} bytes`);
+    t.equal(await sha256Of(service, row?.storage_key ?? ''), result.sha256, `the ${size} bytes stored are the bytes sent`);
+  }
 });
 
 t.test('parameters in the query string, as the original clients send them', async (t) => {

@@ -20,6 +20,12 @@ const params = {
 const authorizing = { AccessToken: params.AccessToken, BucketId: params.BucketId };
 type Authorizing = Bound<typeof authorizing>;
 
+/** The body's Content-Length, when it has one: no file in the form can be longer. */
+function declaredLength(headers: IncomingHttpHeaders): number | undefined {
+  const length = Number(headers['content-length'] ?? NaN);
+  return Number.isSafeInteger(length) ? length : undefined;
+}
+
 /** Room for the multipart framing and the small fields around the file. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
@@ -122,7 +128,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
       throw error;
     }
     try {
-      const stored = await storeUpload(contextOf(request), file.file, { maxBytes: maxUploadBytes, target });
+      const stored = await storeUpload(contextOf(request), file.file, { maxBytes: maxUploadBytes, lengthAtMost: declaredLength(request.headers), target });
       fastify.metrics.uploadedBytes.inc(stored.size);
       return {
         FileKey: stored.fileKey,

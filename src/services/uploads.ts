@@ -98,9 +98,9 @@ export async function authorizeTokenUpload(
 export async function storeUpload(
   ctx: ServiceContext,
   source: Readable,
-  options: { maxBytes: number; target: () => Promise<UploadTarget> },
+  options: { maxBytes: number; lengthAtMost?: number; target: () => Promise<UploadTarget> },
 ): Promise<StoredFile> {
-  const written = await ctx.storage.write(source, { maxBytes: options.maxBytes });
+  const written = await ctx.storage.write(source, { maxBytes: options.maxBytes, lengthAtMost: options.lengthAtMost });
   let target: UploadTarget;
   try {
     target = await options.target();

@@ -17,9 +17,11 @@ export interface BlobStore {
    * store but not yet visible under its key. Rejects with StorageError 'too-large' past maxBytes,
    * 'full' or 'unavailable' when the store fails, or with the source's own error; in every case
    * nothing is left behind. The source is never destroyed by the store: on failure it is unpiped
-   * and left flowing, so the request it belongs to can still be answered.
+   * and left flowing, so the request it belongs to can still be answered. `lengthAtMost`, when
+   * known, bounds the source's length beforehand (the request's Content-Length): small ones are
+   * hashed without a hashing thread.
    */
-  write(source: Readable, limits: { maxBytes: number }): Promise<BlobWrite>;
+  write(source: Readable, limits: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite>;
   /** The stored bytes of `key`, or the inclusive `range` of them; StorageError 'not-found' if there are none. */
   open(key: string, range?: ByteRange): Promise<BlobRead>;
   /**

@@ -79,10 +79,10 @@ export class DiskStore implements BlobStore {
     this.#healthyUntil = performance.now() + HEALTHY_FOR_MS;
   }
 
-  async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
+  async write(source: Readable, { maxBytes, lengthAtMost }: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite> {
     const key = newStorageKey();
     const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
-    const metered = meter(source, maxBytes);
+    const metered = meter(source, maxBytes, lengthAtMost);
     // A source that fails while the file opens fails the meter before anything listens to it: the
     // pipeline below still sees that failure, and the process does not.
     metered.on('error', () => {});

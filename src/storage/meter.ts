@@ -10,11 +10,16 @@ import { freshBytesArrived } from './young-collections.js';
  */
 export class Meter extends Transform {
   size = 0;
-  readonly #hash = new Sha256();
+  readonly #hash: Sha256;
   #sha256: string | undefined;
 
-  constructor(readonly maxBytes: number) {
+  /** `lengthAtMost`: the most bytes the source can hold, when known beforehand (a request's length). */
+  constructor(
+    readonly maxBytes: number,
+    lengthAtMost?: number,
+  ) {
     super({ highWaterMark: PASS_HIGH_WATER_MARK });
+    this.#hash = new Sha256(lengthAtMost);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
@@ -51,8 +56,8 @@ export class Meter extends Transform {
  * so the source is piped by hand, its failure fails the meter, and when the meter fails the source
  * is unpiped and left flowing so nothing upstream waits for a reader that is gone.
  */
-export function meter(source: Readable, maxBytes: number): Meter {
-  const metered = new Meter(maxBytes);
+export function meter(source: Readable, maxBytes: number, lengthAtMost?: number): Meter {
+  const metered = new Meter(maxBytes, lengthAtMost);
   const stopWatching = finished(source, { writable: false }, (error) => {
     if (error) metered.destroy(error);
   });

@@ -101,10 +101,10 @@ export class S3Store implements BlobStore {
     this.#healthyUntil = Date.now() + HEALTHY_FOR_MS;
   }
 
-  async write(source: Readable, { maxBytes }: { maxBytes: number }): Promise<BlobWrite> {
+  async write(source: Readable, { maxBytes, lengthAtMost }: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite> {
     const key = newStorageKey();
     const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims);
-    const metered = meter(source, maxBytes);
+    const metered = meter(source, maxBytes, lengthAtMost);
     const part = new PartAssembler(this.partBuffers);
     try {
       // Reading stops while the part waits for its buffer: the request is held back, not buffered.

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 
@@ -19,6 +19,14 @@ const MAX_BATCHES_IN_FLIGHT = 4;
  * threads, cost more than hashing its bytes in place (tens of microseconds with SHA instructions).
  */
 const HASHED_IN_PLACE_BYTES = 64 * 1024;
+/**
+ * A hash whose bytes are known to be at most this many (a request's Content-Length) is computed on
+ * the main thread from its first byte. A 1 MiB upload sent four batches, and its thread's wake-ups
+ * and messages cost more than the hashing itself: in place, with SHA instructions, uploads of 1 to
+ * 4 MiB, 8 at once, took 10 to 20 % less CPU each. Larger bodies keep their thread, which hashes
+ * beside the parsing and the writing.
+ */
+export const HASHED_IN_PLACE_LENGTH = 4 * 1024 * 1024;
 /** Batches handed back by the threads, kept for reuse instead of fresh allocations. */
 const MAX_SPARE_BATCHES = 8;
 
@@ -125,10 +133,12 @@ function pickThread(): HashThread {
 /**
  * A sha256 whose bytes are hashed on another thread: update() copies them (the caller may reuse or
  * pass on its buffer), and asks its caller to wait when the thread is behind, so that what waits
- * to be hashed stays bounded. The thread is picked when the first batch is sent.
+ * to be hashed stays bounded. The thread is picked when the first batch is sent. Given a length of
+ * at most HASHED_IN_PLACE_LENGTH, the bytes are hashed on the calling thread instead.
  */
 export class Sha256 {
   readonly id = ++lastId;
+  readonly #inPlace: Hash | undefined;
   #thread: HashThread | undefined;
   #batch: Buffer | undefined;
   #filled = 0;
@@ -138,9 +148,18 @@ export class Sha256 {
   #error: Error | undefined;
   #closed = false;
 
+  /** `lengthAtMost`: how many bytes at most will be added, when that is known beforehand. */
+  constructor(lengthAtMost?: number) {
+    if (lengthAtMost !== undefined && lengthAtMost <= HASHED_IN_PLACE_LENGTH) this.#inPlace = createHash('sha256');
+  }
+
   /** Adds `bytes`; returns a promise when the caller should wait for it before adding more. */
   update(bytes: Buffer): Promise<void> | undefined {
     if (this.#closed) throw new Error('This hash is already digested or dropped.');
+    if (this.#inPlace) {
+      this.#inPlace.update(bytes);
+      return undefined;
+    }
     if (this.#error) return Promise.reject(this.#error);
     let offset = 0;
     while (offset < bytes.length) {
@@ -157,6 +176,10 @@ export class Sha256 {
   /** The hex digest of every byte added; the hash is done with after it. */
   digest(): Promise<string> {
     if (this.#closed) return Promise.reject(new Error('This hash is already digested or dropped.'));
+    if (this.#inPlace) {
+      this.#closed = true;
+      return Promise.resolve(this.#inPlace.digest('hex'));
+    }
     if (this.#error) return Promise.reject(this.#error);
     if (!this.#thread && this.#filled <= HASHED_IN_PLACE_BYTES) return Promise.resolve(this.#digestInPlace());
     if (this.#filled > 0) this.#sendBatch();

@@ -19,6 +19,8 @@ export interface UploadSpec {
   stallAfterBytes?: number;
   /** Pause between chunks, to keep an upload in flight for a while. */
   chunkDelayMs?: number;
+  /** Send the body's Content-Length, as most clients do, instead of chunked encoding. */
+  withLength?: boolean;
 }
 
 export interface UploadResult {
@@ -73,10 +75,14 @@ export function upload(spec: UploadSpec): Promise<UploadResult> {
   for (const [k, v] of Object.entries(spec.after ?? {})) parts.push(fieldPart(k, v));
   parts.push(Buffer.from(`--${BOUNDARY}--\r\n`));
 
+  const length = parts.reduce((sum, part) => sum + (typeof part === 'function' ? spec.size : part.length), 0);
   return new Promise((resolve, reject) => {
     const request = http.request(url, {
       method: 'POST',
-      headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'transfer-encoding': 'chunked' },
+      headers: {
+        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+        ...(spec.withLength ? { 'content-length': String(length) } : { 'transfer-encoding': 'chunked' }),
+      },
     });
     request.on('error', reject);
     request.on('response', (response) => {
