@@ -37,7 +37,7 @@ function cpuOfPids(pids: readonly number[]): Map<number, number> {
 }
 
 /** Warm-up for every variant, then `runs` rounds in rotating order; medians. */
-export async function measure(ctx: Context, caseId: CaseId, variants: Variant[]): Promise<Map<string, Metric>> {
+export async function measure(ctx: Context, caseId: CaseId, variants: Variant[], runs = ctx.opts.runs): Promise<Map<string, Metric>> {
   type Entry = { values: number[]; secondary: number[]; cores: number[]; main: number[]; client: number[]; db: number[] };
   const samples = new Map<string, Entry>();
   for (const variant of variants) {
@@ -46,7 +46,7 @@ export async function measure(ctx: Context, caseId: CaseId, variants: Variant[])
     const outcome = await variant.run(true);
     ctx.log(`  ${caseId}  ${variant.name}  warm-up: ${formatValue(outcome.value, variant.unit)}`);
   }
-  for (let round = 0; round < ctx.opts.runs; round++) {
+  for (let round = 0; round < runs; round++) {
     for (let i = 0; i < variants.length; i++) {
       const variant = variants[(i + round) % variants.length]!;
       await variant.prepare?.();
@@ -77,7 +77,7 @@ export async function measure(ctx: Context, caseId: CaseId, variants: Variant[])
       entry.client.push(clientCores);
       entry.db.push(dbCores);
       ctx.log(
-        `  ${caseId}  ${variant.name}  run ${round + 1}/${ctx.opts.runs}: ${formatValue(outcome.value, variant.unit)}` +
+        `  ${caseId}  ${variant.name}  run ${round + 1}/${runs}: ${formatValue(outcome.value, variant.unit)}` +
           `${outcome.secondary !== undefined ? ` (${formatValue(outcome.secondary, variant.secondaryUnit ?? '')})` : ''}` +
           ` · CPU in cores: server ${fmt(cores, 2)} (main thread ${fmt(mainCores, 2)})${Number.isFinite(dbCores) ? `, database ${fmt(dbCores, 2)}` : ''}, client ${fmt(clientCores, 2)}`,
       );

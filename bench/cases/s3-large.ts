@@ -33,6 +33,11 @@ const CONCURRENCY = 4;
 const MEMORY_LIMIT = 250 * 1000 * 1000;
 /** How many large files stream through the service at once for its peak RSS. */
 const MEMORY_FILES = 3;
+/**
+ * Timed downloads of each side in full mode. One GET from the test store ran anywhere from 450 to
+ * 600 MiB/s within a minute, and takes two seconds: five runs give a steadier median than three.
+ */
+const DOWNLOAD_RUNS = 5;
 
 export function s3Env(): { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string } | undefined {
   const { S3_TEST_ENDPOINT, S3_TEST_REGION, S3_TEST_ACCESS_KEY_ID, S3_TEST_SECRET_ACCESS_KEY } = process.env;
@@ -246,7 +251,7 @@ export async function s3Large(ctx: Context): Promise<void> {
           }),
       },
     ];
-    const down = await measure(ctx, 's3-large', downloads);
+    const down = await measure(ctx, 's3-large', downloads, opts.mode === 'quick' ? opts.runs : Math.max(opts.runs, DOWNLOAD_RUNS));
     const relayed = down.get(serviceName)!;
     const direct = down.get(directName)!;
     compare(ctx, { caseId: 's3-large', title: `S3: download ${sizeLabel(opts.largeSize)}, 1 stream`, db, subject: relayed, baseline: direct, target: 0.9 });
