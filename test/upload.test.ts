@@ -1,34 +1,16 @@
-import { createHash } from 'node:crypto';
 import { watch } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import t, { type Test } from 'tap';
-import { createBucket, uniqueBucketName } from './helpers/buckets.js';
-import { onlyOnDisk, startService, type TestService } from './helpers/service.js';
-import { incompleteWrites, readBytes, storedKeys } from './helpers/stored-files.js';
+import t from 'tap';
+import { createBucket } from './helpers/buckets.js';
+import { onlyOnDisk } from './helpers/service.js';
+import { incompleteWrites } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
+import { fileRow, filesIn, sha256Of, startUploadService, storedPaths } from './helpers/uploaded-files.js';
 import type { DiskStore } from '../src/storage/disk-store.js';
 import { HASHED_IN_PLACE_LENGTH } from '../src/storage/sha256-threads.js';
 
 const MiB = 1024 * 1024;
 const INVALID = 'Your input contains several errors!';
-
-/** sha256 of the bytes stored under a key, read back through the store. */
-async function sha256Of(service: TestService, storageKey: string): Promise<string> {
-  return createHash('sha256').update((await readBytes(service.app.storage, storageKey)) ?? '').digest('hex');
-}
-
-async function fileRow(service: TestService, fileKey: number) {
-  return service.app.db.selectFrom('files').selectAll().where('file_key', '=', fileKey).executeTakeFirst();
-}
-
-async function filesIn(service: TestService, bucketId: number) {
-  return service.app.db.selectFrom('files').selectAll().where('bucket_id', '=', bucketId).execute();
-}
-
-/** Everything in the store: stored objects and writes in progress. */
-async function storedPaths(service: TestService): Promise<string[]> {
-  return [...(await storedKeys(service.app.storage)), ...(await incompleteWrites(service.app.storage))];
-}
 
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
@@ -38,17 +20,8 @@ async function eventually(check: () => Promise<boolean>, what: string): Promise<
   throw new Error(`timed out waiting until ${what}`);
 }
 
-async function setup(t: Test, env: Record<string, string> = {}, bucket: { openToUpload?: boolean } = {}) {
-  const service = await startService(t, { env });
-  const baseUrl = await service.listen();
-  const owner = await service.newApp();
-  const bucketName = uniqueBucketName('up');
-  const bucketId = await createBucket(service, owner.token, { name: bucketName, ...bucket });
-  return { service, baseUrl, owner, bucketId, bucketName };
-}
-
 t.test('a multi-megabyte upload streams to disk byte for byte', async (t) => {
-  const { service, baseUrl, owner, bucketId, bucketName } = await setup(t);
+  const { service, baseUrl, owner, bucketId, bucketName } = await startUploadService(t);
   const result = await upload({
     baseUrl,
     before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 7 },
@@ -73,7 +46,7 @@ t.test('a multi-megabyte upload streams to disk byte for byte', async (t) => {
 });
 
 t.test('fields after a file larger than 1 MiB, and a lower-case file part', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   const result = await upload({
     baseUrl,
     after: { accesstoken: owner.token, BUCKETID: bucketId, aliveDays: 3 },
@@ -88,7 +61,7 @@ t.test('fields after a file larger than 1 MiB, and a lower-case file part', asyn
 });
 
 t.test('files sent with a Content-Length, below and above the length hashed in place, keep their bytes and sha256', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   for (const size of [0, 1, 1 * MiB, HASHED_IN_PLACE_LENGTH - 300, HASHED_IN_PLACE_LENGTH + 1, 9 * MiB]) {
     const result = await upload({ baseUrl, query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, fileName: `sized-${size}.bin`, size, withLength: true });
     t.equal(result.body.Code, 0, JSON.stringify(result.body));
@@ -100,7 +73,7 @@ t.test('files sent with a Content-Length, below and above the length hashed in p
 });
 
 t.test('parameters in the query string, as the original clients send them', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   const result = await upload({
     baseUrl,
     query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 },
@@ -112,7 +85,7 @@ t.test('parameters in the query string, as the original clients send them', asyn
 });
 
 t.test('a file over MAX_UPLOAD_BYTES gets 413 and leaves nothing', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t, { MAX_UPLOAD_BYTES: String(MiB) });
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t, { MAX_UPLOAD_BYTES: String(MiB) });
   for (const where of ['after', 'query'] as const) {
     const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
     const result = await upload({ baseUrl, [where]: params, fileName: `big-${where}.bin`, size: MiB + 1 });
@@ -126,7 +99,7 @@ t.test('a file over MAX_UPLOAD_BYTES gets 413 and leaves nothing', async (t) => 
 });
 
 t.test('a client that aborts mid-upload leaves no row and no temp file', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   await t.rejects(
     upload({
       baseUrl,
@@ -143,7 +116,7 @@ t.test('a client that aborts mid-upload leaves no row and no temp file', async (
 });
 
 t.test('a refused upload whose token and bucket come first writes no bytes', { skip: onlyOnDisk('watches the storage folders for any file created, even briefly') }, async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   const stranger = await service.newApp();
   const created: string[] = [];
   const watcher = watch(service.config.storageDir, { recursive: false }, (_event, name) => created.push(String(name)));
@@ -174,7 +147,7 @@ t.test('a refused upload whose token and bucket come first writes no bytes', { s
 });
 
 t.test('an upload refused only after the file arrived leaves nothing behind', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   const result = await upload({ baseUrl, after: { AccessToken: 'forged', BucketId: bucketId, AliveDays: 1 }, size: 2 * MiB });
   t.same(result.body, { Code: -1, Message: 'Invalid or expired AccessToken.' });
   const invalid = await upload({ baseUrl, after: { AccessToken: owner.token, BucketId: 'abc', AliveDays: 0 }, size: 2 * MiB });
@@ -188,7 +161,7 @@ t.test('an upload refused only after the file arrived leaves nothing behind', as
 });
 
 t.test('OpenToUpload lets any app upload; otherwise only the owner', async (t) => {
-  const { service, baseUrl, bucketId: closedId } = await setup(t);
+  const { service, baseUrl, bucketId: closedId } = await startUploadService(t);
   const owner = await service.newApp();
   const other = await service.newApp();
   const openId = await createBucket(service, owner.token, { openToUpload: true });
@@ -198,55 +171,9 @@ t.test('OpenToUpload lets any app upload; otherwise only the owner', async (t) =
   t.same(closed.body, { Code: -1, Message: 'You may not upload into this bucket.' });
 });
 
-t.test('a second file with a live file’s name is refused and nothing is overwritten', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
-  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
-  const first = await upload({ baseUrl, before: params, fileName: 'report.pdf', size: 5000 });
-  for (const placement of ['before', 'after'] as const) {
-    const again = await upload({ baseUrl, [placement]: params, fileName: 'report.pdf', size: 7000 });
-    t.same(again.body, { Code: -1, Message: 'There already exists a file with that name.' }, placement);
-  }
-  const rows = await filesIn(service, bucketId);
-  t.equal(rows.length, 1);
-  t.equal(await sha256Of(service, rows[0].storage_key), first.sha256, 'the first file is intact');
-  t.equal((await storedPaths(service)).length, 1, 'the refused bytes are gone');
-  const otherCase = await upload({ baseUrl, before: params, fileName: 'REPORT.pdf', size: 10 });
-  t.equal(otherCase.body.Code, 0, 'names are compared exactly');
-});
-
-t.test('an expired file gives its name to a new upload', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
-  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
-  const old = await upload({ baseUrl, before: params, fileName: 'daily.csv', size: 100 });
-  const past = new Date(Date.now() - 2 * 86_400_000);
-  await service.app.db.updateTable('files').set({ upload_time: past, expires_at: new Date(past.getTime() + 86_400_000) }).where('file_key', '=', old.body.FileKey as number).execute();
-  const fresh = await upload({ baseUrl, before: params, fileName: 'daily.csv', size: 200 });
-  t.equal(fresh.body.Code, 0);
-  const rows = await filesIn(service, bucketId);
-  t.same(rows.map((row) => row.file_key), [fresh.body.FileKey]);
-  t.equal((await storedPaths(service)).length, 1, 'the expired file’s bytes went with its row');
-});
-
-t.test('uploads racing for a name an expired file holds: exactly one takes it', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
-  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
-  const old = await upload({ baseUrl, before: params, fileName: 'contested.csv', size: 100 });
-  const past = new Date(Date.now() - 2 * 86_400_000);
-  await service.app.db.updateTable('files').set({ upload_time: past, expires_at: new Date(past.getTime() + 86_400_000) }).where('file_key', '=', old.body.FileKey as number).execute();
-  const racers = await Promise.all(Array.from({ length: 6 }, () => upload({ baseUrl, after: params, fileName: 'contested.csv', size: 5000 })));
-  const winners = racers.filter((r) => r.body.Code === 0);
-  t.equal(winners.length, 1, 'one upload takes the name');
-  t.same(
-    racers.filter((r) => r.body.Code !== 0).map((r) => r.body),
-    Array(5).fill({ Code: -1, Message: 'There already exists a file with that name.' }),
-  );
-  const rows = await filesIn(service, bucketId);
-  t.same(rows.map((row) => row.sha256), [winners[0].sha256]);
-  t.equal((await storedPaths(service)).length, 1, 'the expired file’s bytes and the losers’ are gone');
-});
 
 t.test('50 concurrent uploads into one bucket', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   const results = await Promise.all(
     Array.from({ length: 50 }, (_, i) =>
       upload({ baseUrl, query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, fileName: `part-${i}.bin`, size: 64 * 1024 + i }),
@@ -263,39 +190,8 @@ t.test('50 concurrent uploads into one bucket', async (t) => {
   }
 });
 
-t.test('hostile file names are reduced to a safe last segment', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
-  const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
-  const cases: Array<[string, string]> = [
-    ['../../x', 'x'],
-    ['..\\..\\y.txt', 'y.txt'],
-    ['C:\\Users\\me\\z.doc', 'z.doc'],
-    ['nul\u0000byte.txt', 'nulbyte.txt'],
-    ['tab\tand\u0007bell\u001b.txt', 'tabandbell.txt'],
-    ['invoice\u202Efdp.exe', 'invoicefdp.exe'],
-    ['Cafe\u0301.txt', 'Caf\u00e9.txt'],
-    ['  spaced name .txt', '  spaced name .txt'],
-  ];
-  for (const [sent, stored] of cases) {
-    const result = await upload({ baseUrl, before: params, fileName: sent, size: 10 });
-    t.equal(result.body.Code, 0, JSON.stringify(sent));
-    t.equal((await fileRow(service, result.body.FileKey as number))?.real_file_name, stored, JSON.stringify(sent));
-  }
-  const long = await upload({ baseUrl, before: params, fileName: `${'é'.repeat(1000)}.png`, size: 10 });
-  const longName = (await fileRow(service, long.body.FileKey as number))?.real_file_name ?? '';
-  t.ok(Buffer.byteLength(longName) <= 255, 'at most 255 bytes');
-  t.match(longName, /^é+\.png$/, 'cut on a character boundary, extension kept');
-  for (const empty of ['../', '..', '\u202E\u0000', '']) {
-    const result = await upload({ baseUrl, before: params, fileName: empty, size: 10 });
-    t.same(result.body, { Code: -10, Message: INVALID, Items: ['The file name is empty or not valid.'] }, JSON.stringify(empty));
-  }
-  t.same(await incompleteWrites(service.app.storage), []);
-  const rows = await filesIn(service, bucketId);
-  t.equal((await storedPaths(service)).length, rows.length, 'one stored object per row');
-});
-
 t.test('exactly one file part', async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t);
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
   const params = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
   const none = await upload({ baseUrl, before: params, fileParts: 0, size: 0 });
   t.same(none.body, { Code: -10, Message: INVALID, Items: ['The File field is required: send exactly one file part.'] });
@@ -306,7 +202,7 @@ t.test('exactly one file part', async (t) => {
 });
 
 t.test('requests that are not a multipart upload', async (t) => {
-  const { service } = await setup(t);
+  const { service } = await startUploadService(t);
   const form = await service.app.inject({
     method: 'POST',
     url: '/API/UploadFile',
@@ -328,7 +224,7 @@ t.test('requests that are not a multipart upload', async (t) => {
 });
 
 t.test('uploads are refused before the body when free space is below the floor', { skip: onlyOnDisk('MIN_FREE_DISK_BYTES is a floor of the disk store') }, async (t) => {
-  const { service, baseUrl, owner, bucketId } = await setup(t, { MIN_FREE_DISK_BYTES: String(Number.MAX_SAFE_INTEGER) });
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t, { MIN_FREE_DISK_BYTES: String(Number.MAX_SAFE_INTEGER) });
   const result = await upload({ baseUrl, before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, size: MiB });
   t.equal(result.status, 507);
   t.same(result.body, { Code: -1, Message: 'The storage is full; the file was not stored.' });
