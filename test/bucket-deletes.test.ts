@@ -1,7 +1,7 @@
 import t from 'tap';
 import { MAX_ID } from '../src/http/binding.js';
-import { INVALID, UNKNOWN, NOT_YOURS, createOk, bucketRow, detail } from './helpers/bucket-calls.js';
-import { uniqueBucketName } from './helpers/buckets.js';
+import { INVALID, UNKNOWN, NOT_YOURS, bucketRow, detail } from './helpers/bucket-calls.js';
+import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { postForm, startService } from './helpers/service.js';
 import { hasBytes, storeFile } from './helpers/stored-files.js';
 
@@ -9,8 +9,8 @@ t.test('DeleteBucket removes the bucket, its file rows and their bytes', async (
   const service = await startService(t);
   const { appId, token } = await service.newApp();
   const name = uniqueBucketName();
-  const id = await createOk(service, token, name);
-  const keep = await createOk(service, token);
+  const id = await createBucket(service, token, { name });
+  const keep = await createBucket(service, token);
   const files = [await storeFile(service, id), await storeFile(service, id, { expired: true })];
   const kept = await storeFile(service, keep);
   await service.app.db
@@ -33,13 +33,13 @@ t.test('DeleteBucket removes the bucket, its file rows and their bytes', async (
   t.equal((await detail(service, keep)).FileCount, 1);
 
   t.strictSame((await postForm(service.app, '/API/DeleteBucket', { AccessToken: token, BucketId: id })).json(), UNKNOWN, 'a second delete');
-  t.equal(await createOk(service, token, name.toUpperCase()) > 0, true, 'the name is free again');
+  t.equal(await createBucket(service, token, { name: name.toUpperCase() }) > 0, true, 'the name is free again');
 });
 
 t.test('DeleteBucket succeeds when a file’s bytes are already gone', async (t) => {
   const service = await startService(t);
   const { token } = await service.newApp();
-  const id = await createOk(service, token);
+  const id = await createBucket(service, token);
   const file = await storeFile(service, id);
   await service.app.storage.remove([file.storageKey]);
   t.strictSame((await postForm(service.app, '/API/DeleteBucket', { AccessToken: token, BucketId: id })).json().Code, 0);
@@ -50,7 +50,7 @@ t.test('DeleteBucket: only the owner; unknown buckets are refused; nothing chang
   const service = await startService(t);
   const owner = await service.newApp();
   const other = await service.newApp();
-  const id = await createOk(service, owner.token);
+  const id = await createBucket(service, owner.token);
   const file = await storeFile(service, id);
   const before = await bucketRow(service, id);
 

@@ -1,13 +1,13 @@
 import t from 'tap';
 import { MAX_ID } from '../src/http/binding.js';
-import { INVALID, NAME_TAKEN, UNKNOWN, NOT_YOURS, createOk, bucketRow, detail } from './helpers/bucket-calls.js';
-import { uniqueBucketName } from './helpers/buckets.js';
+import { INVALID, NAME_TAKEN, UNKNOWN, NOT_YOURS, bucketRow, detail } from './helpers/bucket-calls.js';
+import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { postForm, startService, testDatabase } from './helpers/service.js';
 
 t.test('EditBucket replaces the name and both flags', async (t) => {
   const service = await startService(t);
   const { appId, token } = await service.newApp();
-  const id = await createOk(service, token, uniqueBucketName(), true, false);
+  const id = await createBucket(service, token, { openToRead: true, openToUpload: false });
   const newName = uniqueBucketName('Renamed');
   const response = await postForm(service.app, '/API/EditBucket', {
     AccessToken: token,
@@ -26,7 +26,7 @@ t.test('EditBucket may keep the bucket’s own name, in the same or another case
   const service = await startService(t);
   const { token } = await service.newApp();
   const name = uniqueBucketName('Keep');
-  const id = await createOk(service, token, name, true, true);
+  const id = await createBucket(service, token, { name, openToRead: true, openToUpload: true });
   const edit = (newName: string) =>
     postForm(service.app, '/API/EditBucket', { AccessToken: token, BucketId: id, NewBucketName: newName, OpenToRead: false, OpenToUpload: false });
 
@@ -43,9 +43,9 @@ t.test('EditBucket refuses a name another bucket holds and changes nothing', asy
   const mine = uniqueBucketName('Mine');
   const sibling = uniqueBucketName('Sibling');
   const theirs = uniqueBucketName('Theirs');
-  const id = await createOk(service, one.token, mine, true, false);
-  await createOk(service, one.token, sibling);
-  await createOk(service, two.token, theirs);
+  const id = await createBucket(service, one.token, { name: mine, openToRead: true, openToUpload: false });
+  await createBucket(service, one.token, { name: sibling });
+  await createBucket(service, two.token, { name: theirs });
   const before = await bucketRow(service, id);
 
   for (const taken of [sibling, sibling.toUpperCase(), theirs, theirs.toLowerCase()]) {
@@ -65,9 +65,9 @@ t.test('EditBucket: only the owner may edit; unknown buckets are refused', async
   const service = await startService(t);
   const owner = await service.newApp();
   const other = await service.newApp();
-  const id = await createOk(service, owner.token, uniqueBucketName(), true, false);
+  const id = await createBucket(service, owner.token, { openToRead: true, openToUpload: false });
   const taken = uniqueBucketName('Taken');
-  await createOk(service, other.token, taken);
+  await createBucket(service, other.token, { name: taken });
   const before = await bucketRow(service, id);
   const edit = (token: string, bucketId: number | string, newName: string) =>
     postForm(service.app, '/API/EditBucket', { AccessToken: token, BucketId: bucketId, NewBucketName: newName, OpenToRead: false, OpenToUpload: true });
@@ -123,7 +123,7 @@ t.test('simultaneous renames to one name on two instances: exactly one wins', as
   const one = await startService(t);
   const two = await startService(t, { database: await (await testDatabase()).openAnother() });
   const { token } = await one.newApp();
-  const ids = await Promise.all(Array.from({ length: 6 }, () => createOk(one, token)));
+  const ids = await Promise.all(Array.from({ length: 6 }, () => createBucket(one, token)));
   const target = uniqueBucketName('Target');
   const bodies = await Promise.all(
     ids.map(async (id, i) =>

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { MAX_ID } from '../src/http/binding.js';
-import { INVALID, UNKNOWN, createOk } from './helpers/bucket-calls.js';
-import { uniqueBucketName } from './helpers/buckets.js';
+import { INVALID, UNKNOWN } from './helpers/bucket-calls.js';
+import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { postForm, startService } from './helpers/service.js';
 import { storeFile } from './helpers/stored-files.js';
 
@@ -9,7 +9,7 @@ t.test('ViewBucketDetail needs no token and counts only live files', async (t) =
   const service = await startService(t);
   const { appId, token } = await service.newApp();
   const name = uniqueBucketName();
-  const id = await createOk(service, token, name, false, true);
+  const id = await createBucket(service, token, { name, openToRead: false, openToUpload: true });
   await storeFile(service, id);
   await storeFile(service, id, { expired: true });
 
@@ -30,7 +30,7 @@ t.test('ViewBucketDetail needs no token and counts only live files', async (t) =
 t.test('ViewBucketDetail refuses unknown and malformed ids', async (t) => {
   const service = await startService(t);
   const { token } = await service.newApp();
-  const deleted = await createOk(service, token);
+  const deleted = await createBucket(service, token);
   await postForm(service.app, '/API/DeleteBucket', { AccessToken: token, BucketId: deleted });
   for (const id of [deleted, MAX_ID]) {
     const response = await service.app.inject({ url: `/API/ViewBucketDetail?BucketId=${id}` });
@@ -61,8 +61,8 @@ t.test('ViewMyBuckets lists the token’s own buckets by BucketId with live file
   const names = [uniqueBucketName('c'), uniqueBucketName('a'), uniqueBucketName('b')];
   const ids: number[] = [];
   for (const [i, name] of names.entries()) {
-    ids.push(await createOk(service, token, name, i % 2 === 0, i === 1));
-    await createOk(service, other.token);
+    ids.push(await createBucket(service, token, { name, openToRead: i % 2 === 0, openToUpload: i === 1 }));
+    await createBucket(service, other.token);
   }
   await storeFile(service, ids[0]);
   await storeFile(service, ids[0]);

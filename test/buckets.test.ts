@@ -1,7 +1,7 @@
 import t from 'tap';
-import { createBucket, RESERVED_BUCKET_NAMES } from '../src/services/buckets.js';
-import { INVALID, NAME_TAKEN, BAD_TOKEN, NAME_CHARACTERS, create, createOk, bucketRow, countBuckets, detail } from './helpers/bucket-calls.js';
-import { uniqueBucketName } from './helpers/buckets.js';
+import { createBucket as insertBucket, RESERVED_BUCKET_NAMES } from '../src/services/buckets.js';
+import { INVALID, NAME_TAKEN, BAD_TOKEN, NAME_CHARACTERS, create, bucketRow, countBuckets, detail } from './helpers/bucket-calls.js';
+import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { postForm, startService, testDatabase } from './helpers/service.js';
 
 t.test('CreateBucket creates a bucket owned by the token’s app', async (t) => {
@@ -163,7 +163,7 @@ t.test('a bucket name is unique across all apps, case-insensitively', async (t) 
   const one = await service.newApp();
   const two = await service.newApp();
   const name = uniqueBucketName('Shared');
-  const id = await createOk(service, one.token, name);
+  const id = await createBucket(service, one.token, { name });
 
   t.strictSame(await create(service, one.token, name), NAME_TAKEN, 'same app, same name');
   t.strictSame(await create(service, one.token, name.toUpperCase()), NAME_TAKEN, 'same app, other case');
@@ -176,7 +176,7 @@ t.test('a bucket name is unique across all apps, case-insensitively', async (t) 
 t.test('operations with a token refuse bad and expired tokens', async (t) => {
   const service = await startService(t);
   const { appId, token } = await service.newApp();
-  const id = await createOk(service, token);
+  const id = await createBucket(service, token);
   const before = await bucketRow(service, id);
 
   const attempts = (accessToken: string) => [
@@ -199,7 +199,7 @@ t.test('operations with a token refuse bad and expired tokens', async (t) => {
 
 t.test('an app deleted while its CreateBucket is under way gets the revoked-token refusal', async (t) => {
   const service = await startService(t);
-  await t.rejects(createBucket(service.app.db, 'deleted-app', { name: uniqueBucketName(), openToRead: true, openToUpload: true }), {
+  await t.rejects(insertBucket(service.app.db, 'deleted-app', { name: uniqueBucketName(), openToRead: true, openToUpload: true }), {
     code: -1,
     message: 'Invalid or expired AccessToken.',
   });

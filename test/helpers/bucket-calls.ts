@@ -1,4 +1,3 @@
-import { uniqueBucketName } from './buckets.js';
 import { postForm, type TestService } from './service.js';
 
 // The bucket operations' answers and calls, as the bucket tests check them.
@@ -19,13 +18,6 @@ export async function create(service: TestService, token: string, name: string, 
     OpenToUpload: openToUpload,
   });
   return response.json();
-}
-
-/** A new bucket's BucketId; throws if CreateBucket refuses. */
-export async function createOk(service: TestService, token: string, name = uniqueBucketName(), openToRead = true, openToUpload = false) {
-  const body = await create(service, token, name, openToRead, openToUpload);
-  if (body.Code !== 0) throw new Error(`CreateBucket failed: ${JSON.stringify(body)}`);
-  return body.BucketId as number;
 }
 
 export function bucketRow(service: TestService, bucketId: number) {
