@@ -1,7 +1,8 @@
 /**
  * s3-large: the service on STORAGE_BACKEND=s3 against the same transfer done directly with
  * @aws-sdk/client-s3 on the service's own client settings (multipart upload with the service's part
- * size and concurrency; GetObject read to the end), and the service's peak RSS while several large files stream through it at once.
+ * size and concurrency; GetObject read to the end), and the service's peak RSS while several large
+ * files stream through it at once.
  * Needs S3_TEST_ENDPOINT and its keys (`eval "$(scripts/s3-test-server.sh env)"`); skips without them.
  */
 import { randomBytes } from 'node:crypto';
