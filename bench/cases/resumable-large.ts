@@ -10,7 +10,7 @@ import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { sizeLabel } from '../format.js';
 import { prepareService, startService } from '../service.js';
 import { Ledger, type Context, type ServiceRun } from './common.js';
-import { dropBucket, s3Env, s3ServiceSetup } from './s3-large.js';
+import { dropBucket, s3Env, s3ServiceSetup } from './s3-direct.js';
 import { uploadToService } from './uploads.js';
 
 const TUS = { 'tus-resumable': '1.0.0' };

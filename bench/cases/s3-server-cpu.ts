@@ -56,9 +56,14 @@ export class S3ServerCores {
 
 /**
  * Where the CPU of a download through the service and of the direct one went: the S3 server's, the
- * relay's and the clients', per GiB, and whether together they filled the machine.
+ * relay's and the clients', per GiB, and whether together they filled the machine; then how the
+ * service compares with a bare relay of the same object, which pays for the extra hop too.
  */
-export function s3DownloadReason(relayed: { metric: Metric; store: number }, direct: { metric: Metric; store: number }): string {
+export function s3DownloadReason(
+  relayed: { metric: Metric; store: number },
+  direct: { metric: Metric; store: number },
+  bare: { metric: Metric; store: number },
+): string {
   const perGiB = (cores: number | undefined, metric: Metric) => fmt(((cores ?? NaN) * 1024) / metric.median, 2);
   const relay = relayed.metric;
   const busy = relayed.store + (relay.cores ?? 0) + (relay.clientCores ?? 0);
@@ -70,9 +75,16 @@ export function s3DownloadReason(relayed: { metric: Metric; store: number }, dir
     `${perGiB(relayed.store, relay)} s of CPU through the service and ${perGiB(direct.store, direct.metric)} s directly; the relay ` +
     `${perGiB(relay.cores, relay)} s and its client ${perGiB(relay.clientCores, relay)} s, against ${perGiB(direct.metric.clientCores, direct.metric)} s ` +
     'for the SDK’s client.';
-  if (busy < 0.85 * cores) return `${facts} Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: the cores were not the limit.`;
-  return (
-    `${facts} Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: the S3 server shares them with the relay and its ` +
-    'client, so what these use comes out of what the store can; a store on other machines would not pay for it.'
-  );
+  const machine =
+    busy < 0.85 * cores
+      ? ` Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: the cores were not the limit.`
+      : ` Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: the S3 server shares them with the relay and its ` +
+        'client, so what these use comes out of what the store can; a store on other machines would not pay for it.';
+  const ratio = relay.median / bare.metric.median;
+  const hop =
+    ` A bare relay of the same object (GetObject through the same client, piped into a node:http response) ran at ${fmt(bare.metric.median)} MiB/s, ` +
+    `using ${fmt(bare.metric.cores ?? NaN, 2)} cores (${perGiB(bare.metric.cores, bare.metric)} s per GiB) while the S3 server used ${fmt(bare.store, 2)}: ` +
+    `the service ran at ${fmt(ratio, 2)} of it, ` +
+    (ratio >= 0.9 ? 'so what separates it from the direct transfer is the extra hop, which the bare relay pays as well.' : 'so the service adds work of its own to the hop.');
+  return facts + machine + hop;
 }
