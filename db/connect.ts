@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { nameStatements } from './named-statements.js';
 import { importPgliteData } from './pglite-import.js';
 import type { Database } from './schema.js';
 import type { EmbeddedServerLog } from './embedded-ownership.js';
@@ -49,6 +50,7 @@ export function openPool(target: PoolTarget, poolSize = DEFAULT_POOL_SIZE): { db
   });
   // An idle client that loses its server emits here; without a listener the process would crash.
   pool.on('error', () => {});
+  nameStatements(pool);
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 

@@ -42,11 +42,26 @@ export function fileView(row: FileWithBucket, baseUrl: string, pendingDownloads 
   };
 }
 
+/** Every column of a file row, by name: a prepared statement keeps its result when a migration adds a column. */
+const FILE_COLUMNS = [
+  'files.file_key',
+  'files.bucket_id',
+  'files.real_file_name',
+  'files.file_extension',
+  'files.size_bytes',
+  'files.download_times',
+  'files.upload_time',
+  'files.alive_days',
+  'files.expires_at',
+  'files.storage_key',
+  'files.sha256',
+] as const;
+
 function filesWithBucket(db: Kysely<Database>) {
   return db
     .selectFrom('files')
     .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
-    .selectAll('files')
+    .select(FILE_COLUMNS)
     .select('buckets.name as bucket_name')
     .where(isLive());
 }
@@ -55,7 +70,8 @@ function filesWithBucket(db: Kysely<Database>) {
 export async function findLiveFiles(db: Kysely<Database>, fileKeys: readonly number[]): Promise<FileWithBucket[]> {
   const unique = [...new Set(fileKeys)];
   if (unique.length === 0) return [];
-  const rows = await filesWithBucket(db).where('files.file_key', 'in', unique).execute();
+  // One array parameter: a single statement whatever the number of keys (see db/named-statements.ts).
+  const rows = await filesWithBucket(db).where('files.file_key', '=', sql<number>`any(${unique}::bigint[])`).execute();
   const byKey = new Map(rows.map((row) => [row.file_key, row]));
   return unique.flatMap((key) => byKey.get(key) ?? []);
 }

@@ -21,6 +21,24 @@ export interface ResumableTarget {
   readonly metadata: Record<string, string | null>;
 }
 
+/** Every column of the row, by name: a prepared statement keeps its result when a migration adds a column. */
+const RESUMABLE_UPLOAD_COLUMNS = [
+  'upload_id',
+  'app_id',
+  'bucket_id',
+  'file_name',
+  'alive_days',
+  'size_bytes',
+  'offset_bytes',
+  'metadata',
+  'created_at',
+  'expires_at',
+  'lock_token',
+  'locked_until',
+  'lock_count',
+  'completing_since',
+] as const;
+
 export interface ResumableContext extends ServiceContext {
   readonly resumable: ResumableBytes;
   /** An incomplete upload expires this long after its last PATCH. */
@@ -46,13 +64,13 @@ export async function createResumable(ctx: ResumableContext, uploadId: string, t
       metadata: JSON.stringify(target.metadata),
       expires_at: new Date(Date.now() + ctx.expiryMs),
     })
-    .returningAll()
+    .returning(RESUMABLE_UPLOAD_COLUMNS)
     .executeTakeFirstOrThrow();
 }
 
 /** The upload, expired or not; undefined once it is gone, or being turned into a file. */
 export async function findResumable(db: Kysely<Database>, uploadId: string): Promise<ResumableUploadRow | undefined> {
-  return db.selectFrom('resumable_uploads').selectAll().where('upload_id', '=', uploadId).where('completing_since', 'is', null).executeTakeFirst();
+  return db.selectFrom('resumable_uploads').select(RESUMABLE_UPLOAD_COLUMNS).where('upload_id', '=', uploadId).where('completing_since', 'is', null).executeTakeFirst();
 }
 
 /**
@@ -114,7 +132,7 @@ export async function completeResumable(ctx: ResumableContext, uploadId: string)
     .where('upload_id', '=', uploadId)
     .where('completing_since', 'is', null)
     .whereRef('offset_bytes', '=', 'size_bytes')
-    .returningAll()
+    .returning(RESUMABLE_UPLOAD_COLUMNS)
     .executeTakeFirst();
   if (!row) return undefined;
   try {
@@ -186,7 +204,7 @@ export async function tryLockResumable(db: Kysely<Database>, uploadId: string, l
     .set({ lock_token: lockToken, locked_until: leaseEnd, lock_count: sql<number>`lock_count + 1` })
     .where('upload_id', '=', uploadId)
     .where((eb) => eb.or([eb('lock_token', 'is', null), eb('locked_until', '<', sql<Date>`now()`), eb('lock_token', '=', lockToken)]))
-    .returningAll()
+    .returning(RESUMABLE_UPLOAD_COLUMNS)
     .executeTakeFirst();
   if (row) return row;
   return (await findResumable(db, uploadId)) ? 'busy' : 'missing';
