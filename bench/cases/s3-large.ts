@@ -124,24 +124,26 @@ export async function s3Large(ctx: Context): Promise<void> {
     });
     relay = bare.child;
     const bareName = 'bare relay (node:http, GetObject piped)';
+    /** One GET over HTTP read to the end: the service's file, or the direct object through the bare relay. */
+    const httpDownload = (name: string, processId: number, origin: string, path: string, size: number, cores: S3ServerCores): Variant => ({
+      name,
+      pid: processId,
+      unit: 'MiB/s',
+      run: (warmup) =>
+        cores.during(warmup, async (): Promise<Outcome> => {
+          const client = newClient(origin);
+          const t = performance.now();
+          try {
+            const reply = await download(client, path);
+            if (reply.status !== 200 || reply.bytes !== size) throw new Error(`GET ${path} (${name}): HTTP ${reply.status}, ${reply.bytes} bytes`);
+          } finally {
+            await client.close();
+          }
+          return { value: rate(size, t) };
+        }),
+    });
     const downloads: Variant[] = [
-      {
-        name: serviceName,
-        pid,
-        unit: 'MiB/s',
-        run: (warmup) =>
-          store.relayed.during(warmup, async (): Promise<Outcome> => {
-            const client = newClient(instance.origin);
-            const t = performance.now();
-            try {
-              const reply = await download(client, serviceFile.path);
-              if (reply.status !== 200 || reply.bytes !== serviceFile.size) throw new Error(`GET ${serviceFile.path}: HTTP ${reply.status}, ${reply.bytes} bytes`);
-            } finally {
-              await client.close();
-            }
-            return { value: rate(serviceFile.size, t) };
-          }),
-      },
+      httpDownload(serviceName, pid, instance.origin, serviceFile.path, serviceFile.size, store.relayed),
       {
         name: directName,
         pid: process.pid,
@@ -154,23 +156,7 @@ export async function s3Large(ctx: Context): Promise<void> {
             return { value: rate(bytes, t) };
           }),
       },
-      {
-        name: bareName,
-        pid: bare.child.pid,
-        unit: 'MiB/s',
-        run: (warmup) =>
-          store.bare.during(warmup, async (): Promise<Outcome> => {
-            const client = newClient(bare.origin);
-            const t = performance.now();
-            try {
-              const reply = await download(client, `/${directKey}`);
-              if (reply.status !== 200 || reply.bytes !== opts.largeSize) throw new Error(`GET /${directKey} from the bare relay: HTTP ${reply.status}, ${reply.bytes} bytes`);
-            } finally {
-              await client.close();
-            }
-            return { value: rate(opts.largeSize, t) };
-          }),
-      },
+      httpDownload(bareName, bare.child.pid, bare.origin, `/${directKey}`, opts.largeSize, store.bare),
     ];
     const down = await measure(ctx, 's3-large', downloads, opts.mode === 'quick' ? opts.runs : Math.max(opts.runs, DOWNLOAD_RUNS));
     const relayed = down.get(serviceName)!;
