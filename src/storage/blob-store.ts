@@ -73,8 +73,6 @@ export interface ByteRange {
 export interface BlobRead {
   /** The bytes asked for; destroying it stops the read. */
   readonly stream: Readable;
-  /** Bytes of the whole object. */
-  readonly size: number;
 }
 
 export interface StoredObject {

@@ -154,9 +154,11 @@ export class DiskStore implements BlobStore {
     const handle = await open(this.#objectPath(key), 'r').catch((error: unknown) => {
       throw fromFileSystemError(error, 'not-found');
     });
+    if (range) return { stream: new FileRangeStream(handle, range.start, range.end) };
+    // The whole file needs its size; a download's range comes from the row, and saves the call.
     try {
       const { size } = await handle.stat();
-      return { stream: new FileRangeStream(handle, range?.start ?? 0, range?.end ?? size - 1), size };
+      return { stream: new FileRangeStream(handle, 0, size - 1) };
     } catch (error) {
       await handle.close();
       throw fromFileSystemError(error);

@@ -159,10 +159,7 @@ export class S3Store implements BlobStore {
       const object = await this.#client.send(
         new GetObjectCommand({ Bucket: this.#bucket, Key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
       );
-      // With a range, the whole size is the part after the slash of Content-Range.
-      const size = range ? Number(object.ContentRange?.split('/')[1]) : Number(object.ContentLength);
-      if (!Number.isSafeInteger(size)) throw new StorageError('unavailable', 's3: no object size in the answer');
-      return { stream: object.Body as Readable, size };
+      return { stream: object.Body as Readable };
     } catch (error) {
       throw isStorageError(error) ? error : fromS3Error(error, 'not-found');
     }
