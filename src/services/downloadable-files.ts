@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { compiledOnce } from '../../db/compiled-once.js';
 import type { Database } from '../../db/schema.js';
 import { MAX_BUCKET_NAME_LENGTH } from './buckets.js';
 import { isLive } from './files.js';
@@ -33,6 +34,10 @@ function liveReadableFiles(db: Kysely<Database>) {
     .where('buckets.open_to_read', '=', true);
 }
 
+const publicFileByPath = compiledOnce((db, bucketName: string, fileName: string) =>
+  liveReadableFiles(db).where(sql`lower(buckets.name)`, '=', sql`lower(${bucketName})`).where('files.real_file_name', '=', fileName),
+);
+
 /**
  * The live file at `/<bucketName>/<fileName>` of an OpenToRead bucket, in one query through the
  * unique indexes on lower(buckets.name) and (bucket_id, real_file_name). The bucket name matches
@@ -42,13 +47,14 @@ function liveReadableFiles(db: Kysely<Database>) {
 export async function findPublicFileByPath(db: Kysely<Database>, bucketName: string, fileName: string): Promise<Downloadable | undefined> {
   if (bucketName.length > MAX_BUCKET_NAME_LENGTH || Buffer.byteLength(fileName, 'utf8') > MAX_FILE_NAME_BYTES) return undefined;
   if (bucketName.includes('\0') || fileName.includes('\0')) return undefined;
-  return liveReadableFiles(db)
-    .where(sql`lower(buckets.name)`, '=', sql`lower(${bucketName})`)
-    .where('files.real_file_name', '=', fileName)
-    .executeTakeFirst();
+  const [file] = await publicFileByPath(db, bucketName, fileName);
+  return file;
 }
+
+const publicFileByKey = compiledOnce((db, fileKey: number) => liveReadableFiles(db).where('files.file_key', '=', fileKey));
 
 /** The live file with this key, when its bucket is OpenToRead. */
 export async function findPublicFileByKey(db: Kysely<Database>, fileKey: number): Promise<Downloadable | undefined> {
-  return liveReadableFiles(db).where('files.file_key', '=', fileKey).executeTakeFirst();
+  const [file] = await publicFileByKey(db, fileKey);
+  return file;
 }

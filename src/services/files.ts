@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { compiledOnce } from '../../db/compiled-once.js';
 import type { Database, FileRow } from '../../db/schema.js';
 import { refused } from '../errors.js';
 import { dropBytes, type ServiceContext } from './context.js';
@@ -66,12 +67,14 @@ function filesWithBucket(db: Kysely<Database>) {
     .where(isLive());
 }
 
+// One array parameter: a single statement whatever the number of keys (see db/named-statements.ts).
+const liveFilesAmong = compiledOnce((db, fileKeys: number[]) => filesWithBucket(db).where('files.file_key', '=', sql<number>`any(${fileKeys}::bigint[])`));
+
 /** Live files among the keys, each once, in the order asked. */
 export async function findLiveFiles(db: Kysely<Database>, fileKeys: readonly number[]): Promise<FileWithBucket[]> {
   const unique = [...new Set(fileKeys)];
   if (unique.length === 0) return [];
-  // One array parameter: a single statement whatever the number of keys (see db/named-statements.ts).
-  const rows = await filesWithBucket(db).where('files.file_key', '=', sql<number>`any(${unique}::bigint[])`).execute();
+  const rows = await liveFilesAmong(db, unique);
   const byKey = new Map(rows.map((row) => [row.file_key, row]));
   return unique.flatMap((key) => byKey.get(key) ?? []);
 }
