@@ -2,12 +2,16 @@
  * Uploading, shared by the cases: to the service (recorded in its ledger) and, with the same
  * multipart body, to the bare upload server; the concurrent upload cases' common measurement.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { readdir, truncate } from 'node:fs/promises';
+import path from 'node:path';
 import type { Client } from 'undici';
 import { closedLoop, MiB, multipartForm, newClient, newSeed, postForm } from '../load.js';
 import { measure, type Outcome, type Variant } from '../measure.js';
 import type { Metric } from '../results.js';
 import { serviceName, type CaseId, type Context, type FileKind, type ServiceRun, type StoredFile } from './common.js';
+
+/** Files truncated at once when a case ends. */
+const TRUNCATE_BATCH = 64;
 
 export async function uploadToService(client: Client, run: ServiceRun, kind: FileKind, size: number): Promise<StoredFile & { afterLastByteMs?: number }> {
   const { instance } = run;
@@ -46,13 +50,26 @@ function baselineUploader(ctx: Context) {
   };
 }
 
-/** Measures an upload case's variants, then removes the bare server's files of the case. */
+/** Measures an upload case's variants, then frees the disk space of the bare server's files. */
 export async function measureUploads(ctx: Context, caseId: CaseId, variants: Variant[]): Promise<Map<string, Metric>> {
   try {
     return await measure(ctx, caseId, variants);
   } finally {
-    await rm(ctx.uploadDir, { recursive: true, force: true });
-    await mkdir(ctx.uploadDir, { recursive: true });
+    await emptyFiles(ctx.uploadDir);
+  }
+}
+
+/**
+ * Truncates every file in `dir` and keeps the files until the run's folder is removed at its end.
+ * On ext4 without a journal, a new file avoids inodes freed in the last one to five minutes and
+ * scans past each of them: deleting the thousands of files of one case made every file the next
+ * case created about ten times slower to create (485 against 38 µs in a probe), the service's and
+ * the bare server's alike.
+ */
+async function emptyFiles(dir: string): Promise<void> {
+  const names = await readdir(dir);
+  for (let i = 0; i < names.length; i += TRUNCATE_BATCH) {
+    await Promise.all(names.slice(i, i + TRUNCATE_BATCH).map((name) => truncate(path.join(dir, name), 0)));
   }
 }
 
