@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { compiledOnce } from '../../db/compiled-once.js';
 import type { Database } from '../../db/schema.js';
 import { refused } from '../errors.js';
 import { hashSecret, randomSecret } from './secret-hashing.js';
@@ -22,14 +23,13 @@ export async function issueToken(db: Kysely<Database>, appId: string, lifetimeSe
   return { accessToken, deadTime };
 }
 
+const tokenApp = compiledOnce((db, tokenHash: string, now: Date) =>
+  db.selectFrom('access_tokens').select('app_id').where('token_hash', '=', tokenHash).where('expires_at', '>', now),
+);
+
 /** The app a live token belongs to; a bad, expired or revoked token is refused. */
 export async function appForToken(db: Kysely<Database>, accessToken: string): Promise<string> {
-  const row = await db
-    .selectFrom('access_tokens')
-    .select('app_id')
-    .where('token_hash', '=', hashSecret(accessToken))
-    .where('expires_at', '>', new Date())
-    .executeTakeFirst();
+  const [row] = await tokenApp(db, hashSecret(accessToken), new Date());
   if (!row) throw refused.invalidToken();
   return row.app_id;
 }

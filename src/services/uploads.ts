@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { ExpressionBuilder, Kysely, SqlBool } from 'kysely';
+import { compiledOnce } from '../../db/compiled-once.js';
 import { isDatabaseError } from '../../db/errors.js';
 import type { Database, NewFile } from '../../db/schema.js';
 import { refused } from '../errors.js';
@@ -31,14 +32,14 @@ export interface StoredFile {
 }
 
 /** Whether a live file holds `fileName` in the bucket of the outer query. */
-function nameTaken(eb: ExpressionBuilder<Database, 'buckets'>, fileName: string | undefined) {
+function nameTaken(eb: ExpressionBuilder<Database, 'buckets'>, fileName: string) {
   return eb
     .exists(
       eb
         .selectFrom('files')
         .select('file_key')
         .whereRef('files.bucket_id', '=', 'buckets.bucket_id')
-        .where('files.real_file_name', '=', fileName ?? '')
+        .where('files.real_file_name', '=', fileName)
         .where(isLive()),
     )
     .as('name_taken');
@@ -60,11 +61,22 @@ export async function authorizeUpload(db: Kysely<Database>, appId: string, bucke
   const bucket = await db
     .selectFrom('buckets')
     .select(['name', 'app_id', 'open_to_upload'])
-    .select((eb) => nameTaken(eb, fileName))
+    .select((eb) => nameTaken(eb, fileName ?? ''))
     .where('bucket_id', '=', bucketId)
     .executeTakeFirst();
   return uploadBucket(bucketId, appId, bucket);
 }
+
+const tokenUploadBucket = compiledOnce((db, bucketId: number, fileName: string, tokenHash: string, now: Date) =>
+  db
+    .selectFrom('access_tokens')
+    .leftJoin('buckets', (join) => join.on('buckets.bucket_id', '=', bucketId))
+    .select(['access_tokens.app_id as token_app_id', 'buckets.name', 'buckets.app_id', 'buckets.open_to_upload'])
+    // The bucket is left-joined (a missing one is told apart from a bad token): the same subquery.
+    .select((eb) => nameTaken(eb as unknown as ExpressionBuilder<Database, 'buckets'>, fileName))
+    .where('access_tokens.token_hash', '=', tokenHash)
+    .where('access_tokens.expires_at', '>', now),
+);
 
 /**
  * authorizeUpload() for the holder of an AccessToken, with the token checked in the same query (an
@@ -77,15 +89,7 @@ export async function authorizeTokenUpload(
   bucketId: number,
   fileName: string | undefined,
 ): Promise<UploadBucket & { appId: string }> {
-  const row = await db
-    .selectFrom('access_tokens')
-    .leftJoin('buckets', (join) => join.on('buckets.bucket_id', '=', bucketId))
-    .select(['access_tokens.app_id as token_app_id', 'buckets.name', 'buckets.app_id', 'buckets.open_to_upload'])
-    // The bucket is left-joined (a missing one is told apart from a bad token): the same subquery.
-    .select((eb) => nameTaken(eb as unknown as ExpressionBuilder<Database, 'buckets'>, fileName))
-    .where('access_tokens.token_hash', '=', hashSecret(accessToken))
-    .where('access_tokens.expires_at', '>', new Date())
-    .executeTakeFirst();
+  const [row] = await tokenUploadBucket(db, bucketId, fileName ?? '', hashSecret(accessToken), new Date());
   if (!row) throw refused.invalidToken();
   return { ...uploadBucket(bucketId, row.token_app_id, row), appId: row.token_app_id };
 }
@@ -130,7 +134,10 @@ export async function commitUpload(ctx: ServiceContext, written: BlobWrite, targ
   return { fileKey, fileName: target.fileName, bucketName: target.bucketName, size: written.size };
 }
 
-function fileRow(written: BlobWrite, target: UploadTarget): NewFile {
+/** The columns an upload sets; the key and the download count take their defaults. */
+type UploadRow = Omit<NewFile, 'file_key' | 'download_times'>;
+
+function fileRow(written: BlobWrite, target: UploadTarget): UploadRow {
   const uploadTime = new Date();
   return {
     bucket_id: target.bucketId,
@@ -145,11 +152,34 @@ function fileRow(written: BlobWrite, target: UploadTarget): NewFile {
   };
 }
 
+const insertFileRow = compiledOnce(
+  (db, bucketId: number, name: string, extension: string, size: number, uploadTime: Date, aliveDays: number, expiresAt: Date, storageKey: string, sha256: string) =>
+    db
+      .insertInto('files')
+      .values({
+        bucket_id: bucketId,
+        real_file_name: name,
+        file_extension: extension,
+        size_bytes: size,
+        upload_time: uploadTime,
+        alive_days: aliveDays,
+        expires_at: expiresAt,
+        storage_key: storageKey,
+        sha256,
+      })
+      .returning('file_key'),
+);
+
+/** The row of an upload, through the insert compiled once; `db` may be a transaction. */
+function insertRow(db: Kysely<Database>, row: UploadRow) {
+  return insertFileRow(db, row.bucket_id, row.real_file_name, row.file_extension, row.size_bytes, row.upload_time, row.alive_days, row.expires_at, row.storage_key, row.sha256);
+}
+
 /** One statement on the common path; only a name clash takes the slower path of replaceExpiredHolder(). */
-async function insertFile(db: Kysely<Database>, row: NewFile): Promise<{ fileKey: number; replaced: string[] }> {
+async function insertFile(db: Kysely<Database>, row: UploadRow): Promise<{ fileKey: number; replaced: string[] }> {
   try {
-    const inserted = await db.insertInto('files').values(row).returning('file_key').executeTakeFirstOrThrow();
-    return { fileKey: inserted.file_key, replaced: [] };
+    const [inserted] = await insertRow(db, row);
+    return { fileKey: inserted!.file_key, replaced: [] };
   } catch (error) {
     // The bucket was deleted while the body streamed in.
     if (isDatabaseError(error, 'foreign-key-violation')) throw refused.unknownBucket();
@@ -162,7 +192,7 @@ async function insertFile(db: Kysely<Database>, row: NewFile): Promise<{ fileKey
  * The name is held: by a live file, the upload is refused; by an expired one, that file gives way.
  * One transaction, so two uploads racing for an expired name cannot both take it.
  */
-async function replaceExpiredHolder(db: Kysely<Database>, row: NewFile): Promise<{ fileKey: number; replaced: string[] }> {
+async function replaceExpiredHolder(db: Kysely<Database>, row: UploadRow): Promise<{ fileKey: number; replaced: string[] }> {
   try {
     return await db.transaction().execute(async (trx) => {
       const expired = await trx
@@ -173,8 +203,8 @@ async function replaceExpiredHolder(db: Kysely<Database>, row: NewFile): Promise
         .returning('storage_key')
         .execute();
       if (expired.length === 0) throw refused.fileNameTaken();
-      const inserted = await trx.insertInto('files').values(row).returning('file_key').executeTakeFirstOrThrow();
-      return { fileKey: inserted.file_key, replaced: expired.map((r) => r.storage_key) };
+      const [inserted] = await insertRow(trx, row);
+      return { fileKey: inserted!.file_key, replaced: expired.map((r) => r.storage_key) };
     });
   } catch (error) {
     // Another upload took the name in the meantime.
