@@ -75,11 +75,13 @@ export function s3DownloadReason(
     `${perGiB(relayed.store, relay)} s of CPU through the service and ${perGiB(direct.store, direct.metric)} s directly; the relay ` +
     `${perGiB(relay.cores, relay)} s and its client ${perGiB(relay.clientCores, relay)} s, against ${perGiB(direct.metric.clientCores, direct.metric)} s ` +
     'for the SDK’s client.';
+  const directBusy = direct.store + (direct.metric.clientCores ?? 0);
+  const inAll = ` In all, ${perGiB(busy, relay)} s of CPU per GiB through the service and ${perGiB(directBusy, direct.metric)} s directly.`;
   const machine =
     busy < 0.85 * cores
-      ? ` Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: the cores were not the limit.`
+      ? ` Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: each of them waited on the others part of the time.${inAll}`
       : ` Together they kept ${fmt(busy, 2)} of the machine's ${cores} cores busy: the S3 server shares them with the relay and its ` +
-        'client, so what these use comes out of what the store can; a store on other machines would not pay for it.';
+        `client, so what these use comes out of what the store can; a store on other machines would not pay for it.${inAll}`;
   const ratio = relay.median / bare.metric.median;
   const hop =
     ` A bare relay of the same object (GetObject through the same client, piped into a node:http response) ran at ${fmt(bare.metric.median)} MiB/s, ` +
