@@ -4,11 +4,10 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import t from 'tap';
 import { LEASE_LAPSE_SECONDS, renewLease, sweepDeadInstances } from '../src/services/leases.js';
-import type { DiskStore } from '../src/storage/disk-store.js';
 import { createBucket } from './helpers/buckets.js';
 import { serverUrl } from './helpers/database.js';
 import { serverData, startServerProcess, waitFor, type ServerProcess } from './helpers/process.js';
-import { startService } from './helpers/service.js';
+import { diskStoreOf, startService } from './helpers/service.js';
 import { upload } from './helpers/upload.js';
 
 const MiB = 1024 * 1024;
@@ -22,7 +21,7 @@ t.test('a sweep removes the temp files of dead instances only, never a live uplo
   const alpha = await startService(t, { env: { STORAGE_DIR: storageDir, INSTANCE_ID: 'alpha' } });
   const beta = await startService(t, { env: { STORAGE_DIR: storageDir, INSTANCE_ID: 'beta' } });
   const { db } = alpha.app;
-  const tmp = (alpha.app.storage as DiskStore).tmpDir;
+  const tmp = diskStoreOf(alpha).tmpDir;
   // Both hold their leases before anything is left behind.
   await alpha.app.ready();
   const betaUrl = await beta.listen();

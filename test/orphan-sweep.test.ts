@@ -3,9 +3,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { ORPHAN_MIN_AGE_MS, sweepOrphans } from '../src/jobs/orphan-sweep.js';
-import type { DiskStore } from '../src/storage/disk-store.js';
 import { createBucket } from './helpers/buckets.js';
-import { onlyOnDisk, startService } from './helpers/service.js';
+import { diskStoreOf, onlyOnDisk, startService } from './helpers/service.js';
 import { incompleteWrites, putBytes, storedKeys, storeFile } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 
@@ -23,7 +22,7 @@ const backdates = onlyOnDisk('backdates files in the storage folder');
 
 t.test('old incomplete writes and old unreferenced objects go; referenced and young ones stay', { skip: backdates }, async (t) => {
   const service = await startService(t);
-  const store = service.app.storage as DiskStore;
+  const store = diskStoreOf(service);
   const owner = await service.newApp();
   const bucketId = await createBucket(service, owner.token);
   const kept = await storeFile(service, bucketId);
@@ -41,7 +40,7 @@ t.test('old incomplete writes and old unreferenced objects go; referenced and yo
 
 t.test('the sweep runs at start-up', { skip: backdates }, async (t) => {
   const service = await startService(t);
-  const store = service.app.storage as DiskStore;
+  const store = diskStoreOf(service);
   // Left before the service is ready, as by a crash of the previous run.
   await leftover(path.join(store.tmpDir, 'stale.part'), true);
   await service.listen();

@@ -1,7 +1,6 @@
 import { chmod } from 'node:fs/promises';
 import t from 'tap';
-import type { DiskStore } from '../src/storage/disk-store.js';
-import { startService } from './helpers/service.js';
+import { diskStoreOf, startService } from './helpers/service.js';
 
 t.test('GET / and /health answer without touching the database', async (t) => {
   const service = await startService(t);
@@ -25,7 +24,7 @@ t.test('/ready turns 503 while shutting down or when storage is not writable', a
   if (process.getuid?.() === 0) {
     t.comment('running as root, which writes through any permission: the unwritable-storage case is not observable');
   } else {
-    const { objectsDir } = service.app.storage as DiskStore;
+    const { objectsDir } = diskStoreOf(service);
     await chmod(objectsDir, 0o500);
     t.teardown(() => chmod(objectsDir, 0o700));
     const readOnly = await service.app.inject({ url: '/ready' });

@@ -2,11 +2,10 @@ import { watch } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createBucket } from './helpers/buckets.js';
-import { onlyOnDisk } from './helpers/service.js';
+import { diskStoreOf, onlyOnDisk } from './helpers/service.js';
 import { incompleteWrites } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 import { fileRow, filesIn, sha256Of, startUploadService, storedPaths } from './helpers/uploaded-files.js';
-import type { DiskStore } from '../src/storage/disk-store.js';
 import { HASHED_IN_PLACE_LENGTH } from '../src/storage/sha256-threads.js';
 
 const MiB = 1024 * 1024;
@@ -120,7 +119,7 @@ t.test('a refused upload whose token and bucket come first writes no bytes', { s
   const stranger = await service.newApp();
   const created: string[] = [];
   const watcher = watch(service.config.storageDir, { recursive: false }, (_event, name) => created.push(String(name)));
-  const tmpWatcher = watch((service.app.storage as DiskStore).tmpDir, (_event, name) => created.push(String(name)));
+  const tmpWatcher = watch(diskStoreOf(service).tmpDir, (_event, name) => created.push(String(name)));
   t.teardown(() => {
     watcher.close();
     tmpWatcher.close();

@@ -3,9 +3,10 @@ import type { BlobStore } from './blob-store.js';
 import { DiskResumableBytes } from './disk-resumable-bytes.js';
 import { DiskStore } from './disk-store.js';
 import type { ResumableBytes } from './resumable-bytes.js';
+import { CachedSmallReads } from './small-read-cache.js';
 
 export interface Storage {
-  /** Where files' bytes live. */
+  /** Where files' bytes live, small reads kept in memory. */
   blobs: BlobStore;
   /** Where incomplete resumable uploads live: a folder beside the objects on disk, the same bucket on S3. */
   resumable: ResumableBytes;
@@ -24,8 +25,8 @@ export async function createStorage(config: Config): Promise<Storage> {
       maxUploadBytes: config.maxUploadBytes,
       store: blobs,
     });
-    return { blobs, resumable };
+    return { blobs: new CachedSmallReads(blobs), resumable };
   }
   const blobs = new DiskStore(config.storageDir, { minFreeBytes: config.minFreeDiskBytes, instanceId: config.instanceId });
-  return { blobs, resumable: new DiskResumableBytes(blobs) };
+  return { blobs: new CachedSmallReads(blobs), resumable: new DiskResumableBytes(blobs) };
 }

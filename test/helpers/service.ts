@@ -9,6 +9,8 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createApp, type AppCredentials } from '../../src/services/apps.js';
 import type { ServiceContext } from '../../src/services/context.js';
 import { prepareDatabase } from '../../src/services/startup.js';
+import { DiskStore } from '../../src/storage/disk-store.js';
+import { CachedSmallReads } from '../../src/storage/small-read-cache.js';
 import type { DatabaseHandle } from '../../db/connect.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { newBucketName, removeTestBucket, s3ServiceEnv, whyNoS3 } from './s3.js';
@@ -25,6 +27,14 @@ export interface TestService {
   listen(): Promise<string>;
   /** What the services work with, as a request of this instance would give them. */
   context(): ServiceContext;
+}
+
+/** The disk store under the service's small-read cache, for tests that look at its folders. */
+export function diskStoreOf(service: TestService): DiskStore {
+  const { storage } = service.app;
+  const store = storage instanceof CachedSmallReads ? storage.store : storage;
+  if (!(store instanceof DiskStore)) throw new Error(`not a disk store: ${store.description}`);
+  return store;
 }
 
 /** A form post, as the original clients send it. */
