@@ -5,15 +5,13 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import t from 'tap';
 import { DiskStore } from '../src/storage/disk-store.js';
-import { CachedSmallReads, SmallReadCache } from '../src/storage/small-read-cache.js';
+import { CachedSmallReads, ENTRY_OVERHEAD_BYTES, SmallReadCache } from '../src/storage/small-read-cache.js';
 import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { download } from './helpers/download.js';
 import { postForm, startService, testDatabase } from './helpers/service.js';
 import { upload } from './helpers/upload.js';
 
 const NOT_FOUND = { Code: -1, Message: 'Could not find that file.' };
-/** What SmallReadCache counts for each entry besides its bytes. */
-const ENTRY_OVERHEAD_BYTES = 256;
 
 t.test('the cache answers ranges inside the bytes it keeps, from a copy of its own', async (t) => {
   const cache = new SmallReadCache(64 * 1024, 1024);

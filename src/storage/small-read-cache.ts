@@ -6,7 +6,7 @@ export const CACHED_READ_BYTES = 64 * 1024;
 /** What all kept reads may hold together, each counted with its bookkeeping. */
 export const CACHE_BYTES = 8 * 1024 * 1024;
 /** The Map entry, the Buffer object and its backing store's header, roughly. */
-const ENTRY_OVERHEAD_BYTES = 256;
+export const ENTRY_OVERHEAD_BYTES = 256;
 
 const cost = (bytes: Buffer) => bytes.length + ENTRY_OVERHEAD_BYTES;
 
