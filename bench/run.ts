@@ -54,7 +54,7 @@ async function main(): Promise<number> {
     const files = await writeBaselineFiles(session, cli.opts.largeSize);
     const skipped: string[] = [];
     const baselines = await startBaselines(session, files, nginx, skipped);
-    const services = await startServices(session, cli, machine);
+    const services = await startServices(session, cli, machine, files.uploadDir);
     ctx = {
       opts: cli.opts,
       services,

@@ -82,18 +82,18 @@ export async function startBaselines(session: Session, files: BaselineFiles, ngi
 }
 
 /** The service on each database of the run, each beside its database floor. */
-export async function startServices(session: Session, cli: Cli, machine: Machine): Promise<ServiceRun[]> {
+export async function startServices(session: Session, cli: Cli, machine: Machine, uploadDir: string): Promise<ServiceRun[]> {
   const services: ServiceRun[] = [];
   const appSecret = randomBytes(24).toString('hex');
   if (cli.profile) {
     await rm(profileDir, { recursive: true, force: true });
     await mkdir(profileDir, { recursive: true });
   }
-  for (const db of cli.dbs) services.push(await startServiceRun(session, cli, machine, db, appSecret));
+  for (const db of cli.dbs) services.push(await startServiceRun(session, cli, machine, db, appSecret, uploadDir));
   return services;
 }
 
-async function startServiceRun(session: Session, cli: Cli, machine: Machine, db: DatabaseKind, appSecret: string): Promise<ServiceRun> {
+async function startServiceRun(session: Session, cli: Cli, machine: Machine, db: DatabaseKind, appSecret: string, uploadDir: string): Promise<ServiceRun> {
   const { log, temp } = session;
   let databaseUrl: string | undefined;
   let dbPids: (() => Promise<number[]>) | undefined;
@@ -121,6 +121,8 @@ async function startServiceRun(session: Session, cli: Cli, machine: Machine, db:
     startBaseline(`database floor (${db})`, 'db-floor.js', {
       ...(databaseUrl ? { BENCH_DATABASE_URL: databaseUrl } : { BENCH_DATA_DIR: path.join(temp, `floor-${db}`) }),
       BENCH_FLOOR_STORAGE_DIR: path.join(temp, `floor-${db}-files`),
+      // Beside the bare upload server's files, emptied with them at the end of each upload case.
+      BENCH_UPLOAD_DIR: uploadDir,
     }),
   ]);
   session.children.push(floor.child);

@@ -6,6 +6,10 @@
  *   how many uploads per second the database lets through, the "commit floor". Answers the new
  *   file's key, so the metadata case can read the rows it made.
  *   With `?size=N` the bytes are real: N bytes written to its own store (BENCH_FLOOR_STORAGE_DIR).
+ * - POST /upload: the raw request body (the multipart bytes the service gets, never parsed or
+ *   hashed) written to BENCH_UPLOAD_DIR with the bare upload server's durability steps (temp name,
+ *   fsync, rename, folder fsync), between the same authorization and insert as /commit: the least
+ *   an upload's durability asks, its bytes and its row, the "durable upload floor".
  * - GET /API/ViewOneFile?FileKey=N and GET /API/ViewMultiFiles?Ids=a,b: the same query as the
  *   service, answered with the same JSON, the "metadata floor".
  * - GET /Download/FromKey/N: the same indexed lookup as the service's download, then the file
@@ -17,6 +21,7 @@
  * Run as a child process by the bench: prints {"port":N} once it listens.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import Fastify from 'fastify';
 import { connectDatabase } from '../../db/connect.js';
@@ -30,12 +35,14 @@ import { issueToken } from '../../src/services/tokens.js';
 import { authorizeTokenUpload, commitUpload } from '../../src/services/uploads.js';
 import type { BlobWrite } from '../../src/storage/blob-store.js';
 import { DiskStore } from '../../src/storage/disk-store.js';
+import { receiveFile } from './durable-file.js';
 
 const databaseUrl = process.env.BENCH_DATABASE_URL || undefined;
 const dataDir = process.env.BENCH_DATA_DIR ?? '';
 const storageDir = process.env.BENCH_FLOOR_STORAGE_DIR ?? '';
+const uploadDir = process.env.BENCH_UPLOAD_DIR ?? '';
 if (!databaseUrl && !dataDir) throw new Error('BENCH_DATABASE_URL or BENCH_DATA_DIR is required');
-if (!storageDir) throw new Error('BENCH_FLOOR_STORAGE_DIR is required');
+if (!storageDir || !uploadDir) throw new Error('BENCH_FLOOR_STORAGE_DIR and BENCH_UPLOAD_DIR are required');
 
 const database = await connectDatabase({ databaseUrl, dataDir });
 const { db } = database;
@@ -45,10 +52,10 @@ const { accessToken } = await issueToken(db, appId, 24 * 3600);
 const bucketId = await createBucket(db, appId, { name: `floor-${randomBytes(4).toString('hex')}`, openToRead: true, openToUpload: false });
 
 /** Bytes that are "already durable": the floor leaves the store out. */
-function written(): BlobWrite {
+function written(size = 1024): BlobWrite {
   return {
     key: randomBytes(16).toString('hex'),
-    size: 1024,
+    size,
     sha256: randomBytes(32).toString('hex'),
     commit: async () => {},
     abort: async () => {},
@@ -56,6 +63,7 @@ function written(): BlobWrite {
 }
 const storage = new DiskStore(storageDir);
 await storage.prepare();
+await mkdir(uploadDir, { recursive: true });
 const ctx = { db, storage, log: console };
 
 let sequence = 0;
@@ -69,6 +77,16 @@ app.post<{ Querystring: { size?: string } }>('/commit', async (request) => {
   const bytes = size > 0 ? await storage.write(Readable.from([randomBytes(size)]), { maxBytes: size }) : written();
   const stored = await commitUpload(ctx, bytes, { ...bucket, fileName, aliveDays: 1 });
   return { fileKey: stored.fileKey };
+});
+// The body stays a stream, for the route to write as it arrives.
+app.addContentTypeParser('multipart/form-data', (_request, payload, done) => done(null, payload));
+app.post('/upload', async (request) => {
+  const n = ++sequence;
+  const fileName = `floor-${n}.bin`;
+  const bucket = await authorizeTokenUpload(db, accessToken, bucketId, fileName);
+  const bytes = await receiveFile(request.body as Readable, uploadDir, `floor-${process.pid}-${n}`, true);
+  const stored = await commitUpload(ctx, written(bytes), { ...bucket, fileName, aliveDays: 1 });
+  return { bytes, fileKey: stored.fileKey };
 });
 app.get<{ Params: { key: string } }>('/Download/FromKey/:key', async (request, reply) => {
   const file = await findPublicFileByKey(db, Number(request.params.key));

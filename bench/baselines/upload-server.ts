@@ -6,25 +6,12 @@
  *
  * Run as a child process by the bench: prints {"port":N} once it listens.
  */
-import { createWriteStream } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
 import http from 'node:http';
-import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { receiveFile } from './durable-file.js';
 
 const dir = process.env.BENCH_UPLOAD_DIR;
 if (!dir) throw new Error('BENCH_UPLOAD_DIR is required');
-const CHUNK = 1024 * 1024;
 let sequence = 0;
-
-async function fsyncPath(file: string, flags: 'r' | 'r+'): Promise<void> {
-  const handle = await open(file, flags);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 const server = http.createServer((request, response) => {
   const url = new URL(request.url ?? '/', 'http://localhost');
@@ -34,20 +21,8 @@ const server = http.createServer((request, response) => {
   }
   const durable = url.searchParams.get('fsync') === '1';
   const name = `${process.pid}-${++sequence}`;
-  const finalPath = path.join(dir, name);
-  const writePath = durable ? `${finalPath}.part` : finalPath;
-  let bytes = 0;
-  (async () => {
-    const file = createWriteStream(writePath, { highWaterMark: CHUNK });
-    await pipeline(request, file);
-    bytes = file.bytesWritten;
-    if (durable) {
-      await fsyncPath(writePath, 'r+');
-      await rename(writePath, finalPath);
-      await fsyncPath(dir, 'r');
-    }
-  })().then(
-    () => {
+  receiveFile(request, dir, name, durable).then(
+    (bytes) => {
       const body = JSON.stringify({ bytes, name });
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     },

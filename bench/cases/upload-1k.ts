@@ -1,6 +1,6 @@
 /**
- * upload-1k: 1 KiB files, 32 concurrent, against the bare upload server without and with fsync
- * and the database floor; and what limits them.
+ * upload-1k: 1 KiB files, 32 concurrent, against the bare upload server without and with fsync,
+ * the database floor and the durable upload floor; and what limits them.
  */
 import { closedLoop, KiB } from '../load.js';
 import { compare, type Outcome, type Variant } from '../measure.js';
@@ -8,7 +8,7 @@ import { fmt, formatValue } from '../format.js';
 import type { Metric } from '../results.js';
 import type { DatabaseKind } from '../service.js';
 import { serviceName, type Context, type ServiceRun } from './common.js';
-import { uploadMany } from './uploads.js';
+import { durableFloorName, uploadMany } from './uploads.js';
 
 const floorName = (run: ServiceRun) => `database work only (${run.instance.db})`;
 
@@ -48,12 +48,15 @@ export async function upload1k(ctx: Context): Promise<void> {
   for (const run of ctx.services) {
     const subject = metrics.get(serviceName(run))!;
     const floor = metrics.get(floorName(run));
+    const durableFloor = metrics.get(durableFloorName(run));
     const db = run.instance.db;
     const title = 'Upload 1 KiB files, 32 concurrent';
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: durable, target: 0.9 });
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: bare });
     compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: floor });
-    ctx.findings.push({ title: `What limits 1 KiB uploads (${db})`, text: smallUploadReason(subject, bare, durable, floor, db, 32) });
+    compare(ctx, { caseId: 'upload-1k', title, db, subject, baseline: durableFloor });
+    const text = [smallUploadReason(subject, bare, durable, floor, db, 32), durableFloor && durableFloorNote(subject, durable, durableFloor)];
+    ctx.findings.push({ title: `What limits 1 KiB uploads (${db})`, text: text.filter(Boolean).join(' ') });
   }
 }
 
@@ -103,4 +106,18 @@ function smallUploadReason(
       'pool, database round trips), or the machine had no core to spare (see the load average).';
   }
   return `${facts} ${reason}`;
+}
+
+/** How the durable upload floor, the file's durability and the row's commit alone, compares with the fsync baseline. */
+function durableFloorNote(service: Metric, durable: Metric, durableFloor: Metric): string {
+  const ofDurable = durableFloor.median / durable.median;
+  const facts =
+    `The durable upload floor (each file written and made durable as the bare server with fsync does, then its row ` +
+    `inserted and committed, nothing else) reached ${formatValue(durableFloor.median, 'files/s')}, ` +
+    `${fmt(ofDurable * 100)} % of the bare server with fsync; the service ran at ${fmt((service.median / durableFloor.median) * 100)} % of it.`;
+  if (ofDurable >= 0.9) return facts;
+  return (
+    `${facts} Each upload waits on the disk twice, for its file's fsync and then for its row's commit, where the bare ` +
+    'server waits once: below 0.9 of the bare server with fsync for any service that commits its row after the bytes are durable.'
+  );
 }

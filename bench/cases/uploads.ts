@@ -112,7 +112,13 @@ export function uploadVariants(
   ];
 }
 
-/** Files of `size`, `concurrency` at a time for each run's duration; `extra` variants join the rotation. */
+/** The durable upload floor beside a service: its bytes written durably and its row, nothing else (bench/baselines/db-floor.ts). */
+export const durableFloorName = (run: ServiceRun) => `durable upload floor (${run.instance.db})`;
+
+/**
+ * Files of `size`, `concurrency` at a time for each run's duration, also to the durable upload
+ * floor of each database; `extra` variants join the rotation.
+ */
 export async function uploadMany(
   ctx: Context,
   caseId: CaseId,
@@ -137,7 +143,14 @@ export async function uploadMany(
       return { value: result.ops / result.seconds, secondary: result.bytes / MiB / result.seconds };
     };
   };
-  return measureUploads(ctx, caseId, [...uploadVariants(ctx, kind, { unit: 'files/s', secondaryUnit: 'MiB/s' }, loop), ...extra]);
+  const units = { unit: 'files/s', secondaryUnit: 'MiB/s' };
+  const toBaseline = baselineUploader(ctx);
+  const floors = ctx.services.flatMap((run): Variant[] => {
+    const floor = run.floor;
+    if (!floor) return [];
+    return [{ name: durableFloorName(run), pid: floor.pid, dbPids: run.dbPids, ...units, run: loop(floor.origin, (client, size) => toBaseline(client, size, true)) }];
+  });
+  return measureUploads(ctx, caseId, [...uploadVariants(ctx, kind, units, loop), ...floors, ...extra]);
 }
 
 /** Makes sure the service holds `count` files of a kind (when the upload cases were left out). */
