@@ -117,7 +117,7 @@ export const durableFloorName = (run: ServiceRun) => `durable upload floor (${ru
 
 /**
  * Files of `size`, `concurrency` at a time for each run's duration, also to the durable upload
- * floor of each database; `extra` variants join the rotation.
+ * floor of each database (not with --quick); `extra` variants join the rotation.
  */
 export async function uploadMany(
   ctx: Context,
@@ -145,9 +145,10 @@ export async function uploadMany(
   };
   const units = { unit: 'files/s', secondaryUnit: 'MiB/s' };
   const toBaseline = baselineUploader(ctx);
+  // Beside the targets, not one of their baselines: --quick leaves it out to stay short.
   const floors = ctx.services.flatMap((run): Variant[] => {
     const floor = run.floor;
-    if (!floor) return [];
+    if (!floor || opts.mode === 'quick') return [];
     return [{ name: durableFloorName(run), pid: floor.pid, dbPids: run.dbPids, ...units, run: loop(floor.origin, (client, size) => toBaseline(client, size, true)) }];
   });
   return measureUploads(ctx, caseId, [...uploadVariants(ctx, kind, units, loop), ...floors, ...extra]);
