@@ -50,7 +50,8 @@ export function parseCli(argv: string[]): Cli {
   };
   const opts: Options = {
     mode: quick ? 'quick' : 'full',
-    runs: Math.round(number('runs', 3)),
+    // --quick: two measured runs, so that the whole bench stays within two minutes on two slow cores.
+    runs: Math.round(number('runs', quick ? 2 : 3)),
     durationMs: number('duration', quick ? 1 : 3) * 1000,
     warmupMs: quick ? 500 : 1000,
     largeSize: quick ? 256 * MiB : GiB,
