@@ -13,6 +13,7 @@ import protectionPlugin from '../plugins/protection.js';
 import rateLimitPlugin from '../plugins/rate-limit.js';
 import resumablePlugin from '../plugins/resumable.js';
 import storagePlugin from '../plugins/storage.js';
+import unreadBodiesPlugin from '../plugins/unread-bodies.js';
 import type { DatabaseHandle } from '../db/connect.js';
 import type { Config } from './config.js';
 import adminRoutes from './http/admin.js';
@@ -87,6 +88,7 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   fastify.decorate('lifecycle', { shuttingDown: false });
 
   await fastify.register(envelopePlugin);
+  await fastify.register(unreadBodiesPlugin);
   await fastify.register(corsPlugin);
   await fastify.register(dbPlugin, { database });
   const storage = await createStorage(config);

@@ -108,7 +108,7 @@ export const problems = {
   outOfRange: (name: string, minimum: number, maximum: number) => `The field ${name} must be between ${minimum} and ${maximum}.`,
   tooLong: (name: string, maxLength: number) => `The field ${name} must be a string with a maximum length of ${maxLength}.`,
   givenTwice: (name: string) => `The ${name} field was given more than once.`,
-  tokenGivenTwice: 'The AccessToken is given twice with different values.',
+  givenTwiceDifferently: (name: string) => `The ${name} is given twice with different values.`,
   notText: (name: string) => `The ${name} field must be text.`,
   bucketNameLength: (name: string) => `The field ${name} must be 5 to 25 characters long.`,
   bucketNameCharacters: (name: string) =>

@@ -10,6 +10,7 @@ import { sendApiError } from './envelope.js';
 import { fetchRequest } from './fetch-request.js';
 import { publicBaseUrl } from './public-url.js';
 import { asCreationRefusal, validateCreation } from './resumable-creation.js';
+import { continueBody } from './unread-bodies.js';
 import { LeaseLocker, noLocker, ServiceDataStore, uploadLocked, type TusError } from './tus-adapters.js';
 
 export const RESUMABLE_PATH = '/API/ResumableUpload';
@@ -179,7 +180,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  const config = { operation: 'ResumableUpload' };
+  const config = { operation: 'ResumableUpload', readsBodyItself: true };
   const schema = {
     tags: ['Files'],
     summary: 'Resumable uploads with the tus 1.0.0 protocol (creation, creation-with-upload, termination, expiration).',
@@ -204,6 +205,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
       if (refusal) return refusal;
       await ctx.storage.checkWritable();
       const target = await validateCreation(request, maxUploadBytes);
+      continueBody(request);
       return handle(request, reply, { target });
     },
   });
@@ -217,6 +219,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
         const refusal = refuseProtocol(request, reply);
         if (refusal) return refusal;
       }
+      continueBody(request);
       return handle(request, reply);
     },
   });
