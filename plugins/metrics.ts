@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { DatabaseHandle } from '../db/connect.js';
-import { requestMetricsHook } from '../src/http/request-metrics.js';
+import { abortedRequestMetricsHook, requestMetricsHook } from '../src/http/request-metrics.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 
 declare module 'fastify' {
@@ -20,6 +20,7 @@ export default fp<{ database: DatabaseHandle }>(
     });
     fastify.decorate('metrics', metrics);
     fastify.addHook('onResponse', requestMetricsHook(metrics));
+    fastify.addHook('onRequestAbort', abortedRequestMetricsHook(metrics));
   },
   { name: 'metrics', fastify: '5.x', dependencies: ['download-counter'] },
 );

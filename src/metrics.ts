@@ -20,6 +20,8 @@ export interface Metrics {
   readonly registry: Registry;
   /** Time from request to the end of its response, by route (operation name or pattern), method and status. */
   readonly requestDuration: Histogram<'route' | 'method' | 'status'>;
+  /** Requests whose client went away before their answer, by route and method. */
+  readonly clientAborts: Counter<'route' | 'method'>;
   /** Bytes of the files UploadFile stored. */
   readonly uploadedBytes: Counter;
   /** Body bytes of GET downloads that completed: a 200, or a 206 for its range. */
@@ -93,6 +95,12 @@ export function createMetrics(sources: MetricSources): Metrics {
       help: 'Time from request to the end of the response, by route (operation name or pattern), method and status; _count counts requests.',
       labelNames: ['route', 'method', 'status'],
       buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    clientAborts: new Counter({
+      name: 'filestore_client_aborts_total',
+      help: 'Requests whose client went away before the answer was sent, by route and method.',
+      labelNames: ['route', 'method'] as const,
       registers,
     }),
     uploadedBytes: new Counter({ name: 'filestore_uploaded_bytes_total', help: 'Bytes of the files stored by UploadFile.', registers }),

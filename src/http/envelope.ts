@@ -50,8 +50,22 @@ function knownError(error: Error): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * Whether the client went away before its answer: it cut its body short (the error is then
+ * Node's 'aborted', ECONNRESET), or closed the connection while the request was being served.
+ */
+function clientGone(request: FastifyRequest): boolean {
+  return request.raw.readableAborted || request.raw.socket?.destroyed === true;
+}
+
 /** The error handler of the whole service. */
 export function handleError(error: Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // Nobody is waiting for the answer: the client's doing, not a fault of the service.
+  if (clientGone(request)) {
+    request.log.debug({ err: { code: (error as FastifyError).code, message: error.message } }, 'the client went away');
+    // nginx's 499 (client closed request), should the answer still be written somewhere.
+    return reply.code(499).send();
+  }
   const known = knownError(error) ?? refused.unexpected(request.id);
   // Shed requests are counted in /metrics; a log line each would add load when there is too much.
   if ((error as FastifyError).code === OVERLOADED) return sendApiError(reply, known);
