@@ -129,6 +129,16 @@ export const problems = {
   unreadableBody: (detail: string) => `The request could not be read: ${detail}`,
   badPercentEncoding: 'The request path is not valid percent-encoding.',
   unreadableHttp: 'The HTTP request could not be read.',
+  // What Node's HTTP parser found wrong with a request, before any operation saw it.
+  badRequestLine: 'The request line could not be read: it must be a method, a path without spaces or control characters, and HTTP/1.1, ending with CR LF.',
+  headerLineBreak:
+    "A header line could not be read: a header's value may not contain a line break, and each line must end with CR LF (base64 in Upload-Metadata must not wrap).",
+  badHeaderLine:
+    "A header line could not be read: each must be a name (letters, digits and !#$%&'*+-.^_`|~), a colon, and a value without control characters or line breaks (base64 in Upload-Metadata must not wrap).",
+  badContentLength: 'The Content-Length header could not be read: it must be one whole number, given once, and never with Transfer-Encoding.',
+  badTransferEncoding: 'The Transfer-Encoding header could not be read: only chunked is accepted, as the last coding, and never with Content-Length.',
+  headersTooLarge: 'The request headers are larger than the service accepts.',
+  headersTimeout: 'The request headers did not arrive in time.',
 } as const;
 
 /** Validation refusals that are not about one parameter's value. */
