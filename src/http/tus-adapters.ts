@@ -10,6 +10,7 @@ import {
   LOCK_LEASE_MS,
   removeResumable,
   renewLockResumable,
+  ResumableGone,
   ResumableLockLost,
   sweepExpiredResumables,
   tryLockResumable,
@@ -108,6 +109,7 @@ export class ServiceDataStore extends DataStore {
     if (row.offset_bytes !== offset) throw ERRORS.INVALID_OFFSET;
     const { offset: newOffset, expiresAt } = await appendResumable(this.ctx, row, source, { lockToken: held?.token, bodyBytes: held?.bodyBytes }).catch(
       (error: unknown) => {
+        if (error instanceof ResumableGone) throw ERRORS.FILE_NOT_FOUND;
         // The client asks HEAD for the offset and sends the rest again, as after any 423.
         throw error instanceof ResumableLockLost ? uploadLocked : error;
       },

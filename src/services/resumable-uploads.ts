@@ -86,8 +86,14 @@ export async function appendResumable(
   request: { lockToken?: string; bodyBytes?: number } = {},
 ): Promise<{ offset: number; expiresAt: Date }> {
   const { lockToken, bodyBytes } = request;
-  // The row's lock count is this request's only when the row was read under its lock.
-  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, { bodyBytes, lockCount: lockToken ? row.lock_count : undefined });
+  let offset: number;
+  try {
+    // The row's lock count is this request's only when the row was read under its lock.
+    offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, { bodyBytes, lockCount: lockToken ? row.lock_count : undefined });
+  } catch (error) {
+    await throwIfGone(ctx, row.upload_id);
+    throw error;
+  }
   const expiresAt = new Date(Date.now() + ctx.expiryMs);
   // Under a lock, the offset is this request's to record only while the lock is still its own (a
   // lease lost in a stall may have let another request write since), and recording it gives the
@@ -98,8 +104,57 @@ export async function appendResumable(
     .where('upload_id', '=', row.upload_id)
     .$if(lockToken !== undefined, (query) => query.where('lock_token', '=', lockToken!))
     .executeTakeFirst();
-  if (lockToken && updated.numUpdatedRows === 0n) throw new ResumableLockLost(row.upload_id);
+  if (updated.numUpdatedRows === 0n) {
+    await throwIfGone(ctx, row.upload_id);
+    if (lockToken) throw new ResumableLockLost(row.upload_id);
+  }
   return { offset, expiresAt };
+}
+
+/**
+ * The upload was deleted while a request wrote to it (its bucket or app went, or it was
+ * terminated): what the request may have stored after the deletion removed the bytes is removed
+ * too, and the request is refused as for an upload that does not exist.
+ */
+async function throwIfGone(ctx: ResumableContext, uploadId: string): Promise<void> {
+  const row = await ctx.db.selectFrom('resumable_uploads').select('upload_id').where('upload_id', '=', uploadId).executeTakeFirst();
+  if (row) return;
+  await ctx.resumable.remove([uploadId]).catch((error: unknown) => ctx.log.error({ err: error }, 'resumable upload bytes were not removed'));
+  throw new ResumableGone(uploadId);
+}
+
+/** The upload is gone: deleted with its bucket or app, terminated, or swept. */
+export class ResumableGone extends Error {
+  constructor(readonly uploadId: string) {
+    super(`Resumable upload ${uploadId} no longer exists.`);
+    this.name = 'ResumableGone';
+  }
+}
+
+/**
+ * Within a deletion's transaction: the incomplete uploads into `bucketIds`, and those begun by
+ * `appId` when it is the app being deleted, lose their rows; their ids are returned so that their
+ * bytes are removed once the transaction has committed.
+ */
+export async function takeResumablesOf(trx: Kysely<Database>, owners: { bucketIds: readonly number[]; appId?: string }): Promise<string[]> {
+  if (owners.bucketIds.length === 0 && owners.appId === undefined) return [];
+  const rows = await trx
+    .deleteFrom('resumable_uploads')
+    .where((eb) =>
+      eb.or([
+        ...(owners.bucketIds.length > 0 ? [eb('bucket_id', 'in', owners.bucketIds)] : []),
+        ...(owners.appId !== undefined ? [eb('app_id', '=', owners.appId)] : []),
+      ]),
+    )
+    .returning('upload_id')
+    .execute();
+  return rows.map((row) => row.upload_id);
+}
+
+/** After a deletion has committed: the bytes of the uploads it took. A failure is the orphan sweep's to finish. */
+export async function dropResumableBytes(ctx: ServiceContext, uploadIds: readonly string[]): Promise<void> {
+  if (uploadIds.length === 0) return;
+  await ctx.resumable.remove(uploadIds).catch((error: unknown) => ctx.log.error({ err: error, count: uploadIds.length }, 'resumable upload bytes were not removed'));
 }
 
 /** The request's lease on an upload ran out and another request took it: its offset was not recorded. */
