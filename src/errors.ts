@@ -85,6 +85,11 @@ export const refused = {
     retryAfterSeconds === undefined
       ? failure('Too many requests; slow down.', 429)
       : failure(`Too many requests; try again in ${retryAfterSeconds} seconds.`, 429, { 'Retry-After': String(retryAfterSeconds) }),
+  /** Per-app admission of heavy work: the app's own requests hold all its turns and its queue. */
+  appBusy: (retryAfterSeconds: number) =>
+    failure(`This app has too many requests in progress on this instance; try again in ${retryAfterSeconds} seconds.`, 429, { 'Retry-After': String(retryAfterSeconds) }),
+  /** The client closed the connection while its request waited; no one reads it (499, as nginx counts such requests). */
+  clientGone: () => failure('The client closed the connection before the request was served.', 499),
   storageFull: () => failure('The storage is full; the file was not stored.', 507),
   storageUnavailable: (retryAfterSeconds: number) =>
     failure('The storage is unreachable right now; try again shortly.', 503, { 'Retry-After': String(retryAfterSeconds) }),
