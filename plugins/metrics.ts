@@ -17,6 +17,8 @@ export default fp<{ database: DatabaseHandle }>(
       counterFlushLag: () => fastify.downloadCounter.lagSeconds(),
       underPressure: () => fastify.isUnderPressure(),
       rateLimitShared: () => fastify.rateLimitShared(),
+      // Read at each scrape; the admission plugin, registered after this one, counts its outcomes here.
+      admissionLoad: () => fastify.admission.load(),
     });
     fastify.decorate('metrics', metrics);
     fastify.addHook('onResponse', requestMetricsHook(metrics));

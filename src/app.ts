@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import admissionPlugin from '../plugins/admission.js';
 import apiBindingPlugin from '../plugins/api-binding.js';
 import corsPlugin from '../plugins/cors.js';
 import dbPlugin from '../plugins/db.js';
@@ -96,6 +97,7 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   await fastify.register(resumablePlugin, { bytes: storage.resumable });
   await fastify.register(downloadCounterPlugin);
   await fastify.register(metricsPlugin, { database });
+  await fastify.register(admissionPlugin);
   await fastify.register(jobsPlugin);
   await fastify.register(rateLimitPlugin);
   await fastify.register(protectionPlugin);

@@ -31,6 +31,7 @@ export type RefusalKind =
   | 'rate-limited'
   | 'full'
   | 'unavailable'
+  | 'aborted'
   | 'fault';
 
 /** A refusal the client should see: Code -1 (general failure) or -10 (validation failure). */
@@ -110,6 +111,11 @@ export const refused = {
     retryAfterSeconds === undefined
       ? failure('rate-limited', 'Too many requests; slow down.', 429)
       : failure('rate-limited', `Too many requests; try again in ${retryAfterSeconds} seconds.`, 429, { 'Retry-After': String(retryAfterSeconds) }),
+  /** Per-app admission of heavy work: the app's own requests hold all its turns and its queue. */
+  appBusy: (retryAfterSeconds: number) =>
+    failure('rate-limited', `This app has too many requests in progress on this instance; try again in ${retryAfterSeconds} seconds.`, 429, { 'Retry-After': String(retryAfterSeconds) }),
+  /** The client closed the connection while its request waited; no one reads it (499, as nginx counts such requests). */
+  clientGone: () => failure('aborted', 'The client closed the connection before the request was served.', 499),
   storageFull: () => failure('full', 'The storage is full; the file was not stored.', 507),
   storageUnavailable: (retryAfterSeconds: number) =>
     failure('unavailable', 'The storage is unreachable right now; try again shortly.', 503, { 'Retry-After': String(retryAfterSeconds) }),

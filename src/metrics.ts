@@ -13,6 +13,8 @@ export interface MetricSources {
   underPressure(): boolean;
   /** Whether the rate limits are counted in Redis, shared by all instances, right now. */
   rateLimitShared(): boolean;
+  /** Heavy requests running and waiting for their app's turn, over all apps. */
+  admissionLoad(): { running: number; waiting: number };
 }
 
 export interface Metrics {
@@ -35,6 +37,8 @@ export interface Metrics {
   readonly resumableUploads: Counter<'event'>;
   /** Bytes that PATCH requests added to resumable uploads. */
   readonly resumableReceivedBytes: Counter;
+  /** Per-app admission of heavy work, by outcome (never by app: label values stay bounded). */
+  readonly admissions: Counter<'outcome'>;
 }
 
 /**
@@ -88,6 +92,21 @@ export function createMetrics(sources: MetricSources): Metrics {
     },
   });
 
+  const admission = {
+    filestore_admission_running: ['Heavy requests running now, over all apps.', 'running'],
+    filestore_admission_waiting: ["Heavy requests waiting for their app's turn now, over all apps.", 'waiting'],
+  } as const;
+  for (const [name, [help, stat]] of Object.entries(admission)) {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(sources.admissionLoad()[stat]);
+      },
+    });
+  }
+
   return {
     registry,
     requestDuration: new Histogram({
@@ -130,6 +149,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     resumableReceivedBytes: new Counter({
       name: 'filestore_resumable_received_bytes_total',
       help: 'Bytes that requests added to resumable uploads.',
+      registers,
+    }),
+    admissions: new Counter({
+      name: 'filestore_admission_total',
+      help: "Heavy requests (listings, deletions of buckets and apps) by outcome: admitted (started, at once or after waiting), queued (had to wait), refused (the app's queue was full), timed_out (waited too long), abandoned (the client left while waiting).",
+      labelNames: ['outcome'],
       registers,
     }),
   };
