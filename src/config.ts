@@ -58,6 +58,8 @@ export interface Config {
   readonly perAppConcurrency: number;
   /** Heavy requests of one app waiting for a turn; more are refused with 429. */
   readonly perAppQueue: number;
+  /** Uploads (UploadFile, resumable PATCHes) of one app that one instance receives at once; they have turns of their own. */
+  readonly perAppUploads: number;
   /** How long a heavy request may wait for its turn before it is refused with 429. */
   readonly perAppQueueTimeoutSeconds: number;
   /** Where file bytes live: `disk` under storageDir, or `s3` in a bucket (then `s3` is set). */
@@ -210,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     // (one serializes a page while the other's next page is fetched); more would only add work
     // inside the process that other apps' requests wait behind.
     perAppConcurrency: integer(env, 'PER_APP_CONCURRENCY', 2, 1, 10_000),
+    perAppUploads: integer(env, 'PER_APP_UPLOADS', 8, 1, 10_000),
     perAppQueue: integer(env, 'PER_APP_QUEUE', 64, 0, 1_000_000),
     perAppQueueTimeoutSeconds: integer(env, 'PER_APP_QUEUE_TIMEOUT_SECONDS', 30, 1, 3600),
     storageBackend: backend,

@@ -14,7 +14,7 @@ export interface MetricSources {
   /** Whether the rate limits are counted in Redis, shared by all instances, right now. */
   rateLimitShared(): boolean;
   /** Heavy requests running and waiting for their app's turn, over all apps. */
-  admissionLoad(): { running: number; waiting: number };
+  admissionLoad(): Record<'requests' | 'uploads', { running: number; waiting: number }>;
 }
 
 export interface Metrics {
@@ -38,7 +38,7 @@ export interface Metrics {
   /** Bytes that PATCH requests added to resumable uploads. */
   readonly resumableReceivedBytes: Counter;
   /** Per-app admission of heavy work, by outcome (never by app: label values stay bounded). */
-  readonly admissions: Counter<'outcome'>;
+  readonly admissions: Counter<'work' | 'outcome'>;
 }
 
 /**
@@ -93,16 +93,17 @@ export function createMetrics(sources: MetricSources): Metrics {
   });
 
   const admission = {
-    filestore_admission_running: ['Heavy requests running now, over all apps.', 'running'],
-    filestore_admission_waiting: ["Heavy requests waiting for their app's turn now, over all apps.", 'waiting'],
+    filestore_admission_running: ['Heavy requests running now, over all apps, by kind of work (requests: listings and deletions; uploads).', 'running'],
+    filestore_admission_waiting: ["Heavy requests waiting for their app's turn now, over all apps, by kind of work.", 'waiting'],
   } as const;
   for (const [name, [help, stat]] of Object.entries(admission)) {
     new Gauge({
       name,
       help,
+      labelNames: ['work'],
       registers,
       collect() {
-        this.set(sources.admissionLoad()[stat]);
+        for (const [work, load] of Object.entries(sources.admissionLoad())) this.set({ work }, load[stat]);
       },
     });
   }
@@ -153,8 +154,8 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     admissions: new Counter({
       name: 'filestore_admission_total',
-      help: "Heavy requests (listings, deletions of buckets and apps) by outcome: admitted (started, at once or after waiting), queued (had to wait), refused (the app's queue was full), timed_out (waited too long), abandoned (the client left while waiting).",
-      labelNames: ['outcome'],
+      help: "Heavy requests by kind of work (requests: listings and deletions of buckets and apps; uploads) and outcome: admitted (started, at once or after waiting), queued (had to wait), refused (the app's queue was full), timed_out (waited too long), abandoned (the client left while waiting).",
+      labelNames: ['work', 'outcome'],
       registers,
     }),
   };

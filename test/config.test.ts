@@ -70,6 +70,7 @@ t.test('a bad value names its variable and never echoes a secret', async (t) => 
     [{ PER_APP_CONCURRENCY: '0' }, /^PER_APP_CONCURRENCY must be between 1 and 10000/],
     [{ PER_APP_CONCURRENCY: 'four' }, /^PER_APP_CONCURRENCY must be a whole number/],
     [{ PER_APP_QUEUE: '-1' }, /^PER_APP_QUEUE must be a whole number/],
+    [{ PER_APP_UPLOADS: '0' }, /^PER_APP_UPLOADS must be between 1 and 10000/],
     [{ PER_APP_QUEUE_TIMEOUT_SECONDS: '0' }, /^PER_APP_QUEUE_TIMEOUT_SECONDS must be between 1 and 3600/],
     [{ STORAGE_BACKEND: 'tape' }, /^STORAGE_BACKEND must be disk or s3/],
     [{ STORAGE_BACKEND: 's3' }, /^S3_BUCKET is required when STORAGE_BACKEND is s3/],

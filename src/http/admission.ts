@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { refused } from '../errors.js';
-import type { Admission } from '../services/admission.js';
+import type { Admission, AdmittedWork } from '../services/admission.js';
 
 /**
  * Waits for the app's turn at heavy work (see services/admission.ts); the turn lasts until the
@@ -39,7 +39,7 @@ export async function takeTurn(admission: Admission, response: ServerResponse, a
   }
 }
 
-/** takeTurn for a route of this instance. */
-export function admitHeavy(request: FastifyRequest, reply: FastifyReply, appId: string): Promise<void> {
-  return takeTurn(request.server.admission, reply.raw, appId);
+/** takeTurn for a route of this instance, at `work` (listings and deletions unless said). */
+export function admitHeavy(request: FastifyRequest, reply: FastifyReply, appId: string, work: AdmittedWork = 'requests'): Promise<void> {
+  return takeTurn(request.server.admission[work], reply.raw, appId);
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidInput, resumableProblems, resumableRefused } from '../errors.js';
 import { internetPath } from '../services/files.js';
 import { appendToResumable, completeResumable, createResumable, findResumable, newUploadId, removeResumable } from '../services/resumable-uploads.js';
+import { admitHeavy } from './admission.js';
 import { publicBaseUrl } from './public-url.js';
 import { creationRefusal, validateCreation } from './resumable-creation.js';
 import { carriesUploadBytes, formatMetadata, header, httpDate, sizeHeader, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.js';
@@ -63,7 +64,8 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
   /** Appends the request's body and answers with the new offset; the last bytes make the upload a file first. */
   const append = async (request: FastifyRequest, reply: FastifyReply, uploadId: string, offset: number): Promise<void> => {
     continueBody(request);
-    const patched = await tracked(appendToResumable(ctx, uploadId, { offset, source: request.raw, bodyBytes: declaredLength(request), signal: clientGone(reply) }));
+    const admit = (appId: string) => admitHeavy(request, reply, appId, 'uploads');
+    const patched = await tracked(appendToResumable(ctx, uploadId, { offset, source: request.raw, bodyBytes: declaredLength(request), signal: clientGone(reply), admit }));
     resumableReceivedBytes.inc(patched.offset - offset);
     reply.header('Upload-Offset', patched.offset).header('Upload-Expires', httpDate(patched.expiresAt));
     if (patched.offset < patched.size) return;

@@ -1,10 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import multipart, { type MultipartFile } from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalid, invalidInput, problems, succeeded } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
 import { internetPath } from '../services/files.js';
 import { authorizeTokenUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
+import { admitHeavy } from './admission.js';
 import { param, tryBindRequest, type Bound, type Source } from './binding.js';
 import { contextOf } from './context.js';
 import { envelopeResponses, parametersSchema } from './operation.js';
@@ -82,11 +83,11 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
   });
 
   /** The bucket for a token, reused when the parameters do not change between before and after the file. */
-  const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; bucket: UploadBucket }> => {
+  const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; bucket: UploadBucket & { appId: string } }> => {
     return { key: keyOf(bound), bucket: await authorizeTokenUpload(fastify.db, bound.AccessToken, bound.BucketId, fileName) };
   };
 
-  const receive = async (request: FastifyRequest) => {
+  const receive = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.isMultipart()) throw invalidInput([problems.notMultipart]);
     // Refusals before the body is read: the unread body is dealt with by the unread-bodies plugin.
     if (Number(request.headers['content-length']) > maxUploadBytes + FORM_OVERHEAD_BYTES) throw invalid.fileTooLarge(maxUploadBytes);
@@ -105,7 +106,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     const file = await form.nextFile();
     if (!file) return bindForm(request.headers, query, form.fields, undefined);
 
-    let early: { key: string; bucket: UploadBucket } | undefined;
+    let early: { key: string; bucket: UploadBucket & { appId: string } } | undefined;
     /** Decided once the bytes are in: the fields after the file are read, bound and authorized. */
     const target = async (): Promise<UploadTarget> => {
       if (file.file.truncated) throw invalid.fileTooLarge(maxUploadBytes);
@@ -126,6 +127,9 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     const known = earlyBinding(request.headers, query, form.fields);
     if (known === 'refused') return refuseAfterForm(undefined);
     if (known !== undefined) early = await authorize(known, sanitizeFileName(file.filename)).catch(refuseAfterForm);
+    // The app is known before its bytes: it takes its turn at uploads first (a token after the file
+    // comes with bytes already received, and nothing is left to spare).
+    if (early) await admitHeavy(request, reply, early.bucket.appId, 'uploads');
     try {
       const stored = await storeUpload(contextOf(request), file.file, { maxBytes: maxUploadBytes, lengthAtMost: declaredLength(request.headers), target });
       fastify.metrics.uploadedBytes.inc(stored.size);
@@ -153,8 +157,8 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     await Promise.allSettled(running);
   });
 
-  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile', readsBodyItself: true }, schema }, (request) => {
-    const upload = receive(request);
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile', readsBodyItself: true }, schema }, (request, reply) => {
+    const upload = receive(request, reply);
     running.add(upload);
     fastify.metrics.uploadsInFlight.inc();
     const settled = () => {

@@ -22,6 +22,9 @@ export interface AdmissionLimits {
  * waiting), `queued` every request that had to wait; a waiting one ends admitted, `timed_out`, or
  * `abandoned` when its caller went away. `refused` found the app's queue full.
  */
+/** The kinds of heavy work, each with turns of its own: listings and deletions, and uploads. */
+export type AdmittedWork = 'requests' | 'uploads';
+
 export type AdmissionOutcome = 'admitted' | 'queued' | 'refused' | 'timed_out' | 'abandoned';
 
 /** Ends the turn; calling it again does nothing. */

@@ -181,6 +181,8 @@ export interface ResumablePatch {
   readonly bodyBytes?: number;
   /** Aborts once the client has gone away: waiting for the lock stops. */
   readonly signal?: AbortSignal;
+  /** Waits for the uploading app's turn (per-app admission), once the lock names the app. */
+  readonly admit?: (appId: string) => Promise<void>;
 }
 
 export interface PatchOutcome {
@@ -202,6 +204,7 @@ export async function appendToResumable(ctx: ResumableContext, uploadId: string,
   try {
     if (row.expires_at.getTime() <= Date.now()) throw resumableRefused.gone();
     if (row.offset_bytes !== patch.offset) throw resumableRefused.offsetConflict();
+    await patch.admit?.(row.app_id);
     const left = row.size_bytes - row.offset_bytes;
     if (patch.bodyBytes !== undefined && patch.bodyBytes > left) throw resumableRefused.tooLong();
     const limited = atMost(patch.source, left);
