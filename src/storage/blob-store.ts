@@ -90,14 +90,6 @@ export interface IncompleteWrite {
 }
 
 const KEY = /^[a-z0-9]{1,128}$/;
-/** Instance ids name temporary writes in every store, so they keep to a charset any store accepts. */
-export const INSTANCE_ID = /^[a-z0-9-]{1,63}$/;
-
-/** A fresh instance id, when none is configured: 48 random bits. */
-export function newInstanceId(): string {
-  return randomBytes(6).toString('hex');
-}
-
 /** 128 random bits: a key names bytes that nobody can guess. */
 export function newStorageKey(): string {
   return randomBytes(16).toString('hex');

@@ -3,7 +3,8 @@ import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink, type F
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
+import { INSTANCE_ID, newInstanceId } from '../instance-id.js';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
 import { DiskWrite } from './disk-write.js';
 import { EarlyFlush } from './early-flush.js';
 import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
