@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import t from 'tap';
-import { DiskStore } from '../src/storage/disk-store.js';
+import { DiskStore } from '../src/storage/disk/store.js';
 import { COLLECT_EVERY_BYTES, freshBytesArrived } from '../src/storage/young-collections.js';
 import { randomChunks, streamOf } from './helpers/blob-store-contract.js';
 

@@ -1,9 +1,8 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { UndiciHttpHandler } from '@smithy/undici-http-handler';
 import { Agent, type Dispatcher } from 'undici';
-import type { S3Config } from '../config.js';
-import { S3Store } from './s3-store.js';
-import { freshBytesArrived } from './young-collections.js';
+import type { S3Config } from '../../config.js';
+import { freshBytesArrived } from '../young-collections.js';
 
 /** A store that does not answer a connection within this time is unreachable. */
 const S3_CONNECT_TIMEOUT_MS = 5_000;
@@ -58,13 +57,3 @@ const reportingAnswers: Dispatcher.DispatcherComposeInterceptor = (dispatch) => 
     onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
   });
 
-export function createS3Store(s3: S3Config, instanceId: string): S3Store {
-  return new S3Store(createS3Client(s3), {
-    bucket: s3.bucket,
-    prefix: s3.prefix,
-    partSize: s3.partSizeBytes,
-    concurrency: s3.uploadConcurrency,
-    partSlots: Math.floor(s3.uploadMemoryBytes / s3.partSizeBytes),
-    instanceId,
-  });
-}
