@@ -11,7 +11,6 @@ import { FILE_HIGH_WATER_MARK } from '../high-water-marks.js';
 import type { ResumableBytes } from '../resumable-bytes.js';
 import { RunningHashes } from '../running-hashes.js';
 import type { Sha256 } from '../sha256-threads.js';
-import { freshBytesArrived } from '../young-collections.js';
 
 const ID = /^[a-f0-9]{32}$/;
 const PAGE_SIZE = 500;
@@ -111,7 +110,6 @@ class AppendTap extends EarlyFlush {
 
   protected override passing(chunk: Buffer): Promise<void> | undefined {
     this.bytes += chunk.length;
-    freshBytesArrived(chunk.length);
     return this.hash?.update(chunk);
   }
 }

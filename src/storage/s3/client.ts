@@ -1,8 +1,7 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { UndiciHttpHandler } from '@smithy/undici-http-handler';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent } from 'undici';
 import type { S3Config } from '../../config.js';
-import { freshBytesArrived } from '../young-collections.js';
 
 /** A store that does not answer a connection within this time is unreachable. */
 const S3_CONNECT_TIMEOUT_MS = 5_000;
@@ -27,9 +26,7 @@ export function createS3Client(s3: S3Config): S3Client {
     // undici rather than node:http: Node's HTTP client copies every chunk of a body it receives into
     // a fresh buffer, whose pages a download from the store then faults in again and again.
     requestHandler: new UndiciHttpHandler({
-      dispatcher: new Agent({ connect: { timeout: S3_CONNECT_TIMEOUT_MS }, headersTimeout: S3_ANSWER_TIMEOUT_MS, bodyTimeout: S3_IDLE_TIMEOUT_MS }).compose(
-        reportingAnswers,
-      ),
+      dispatcher: new Agent({ connect: { timeout: S3_CONNECT_TIMEOUT_MS }, headersTimeout: S3_ANSWER_TIMEOUT_MS, bodyTimeout: S3_IDLE_TIMEOUT_MS }),
     }),
     // Checksums only where S3 requires them: stores such as Ceph RGW 16 do not understand the
     // trailing checksums of the SDK's default, and the service hashes every upload itself.
@@ -37,23 +34,4 @@ export function createS3Client(s3: S3Config): S3Client {
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
 }
-
-/**
- * Every answer's body arrives in fresh socket buffers, dead once passed on (to a downloading client,
- * mostly). Left to V8, they were freed tens of MB at a time by major collections, glibc gave the
- * freed top of its heap back to the kernel, and the next reads faulted every page in again: on a
- * service that had not uploaded lately, 150,000–250,000 page faults per GiB relayed.
- */
-const reportingAnswers: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
-  dispatch(options, {
-    onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-    onRequestUpgrade: (controller, statusCode, headers, socket) => handler.onRequestUpgrade?.(controller, statusCode, headers, socket),
-    onResponseStart: (controller, statusCode, headers, statusMessage) => handler.onResponseStart?.(controller, statusCode, headers, statusMessage),
-    onResponseData: (controller, chunk) => {
-      freshBytesArrived(chunk.length);
-      handler.onResponseData?.(controller, chunk);
-    },
-    onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
-    onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
-  });
 

@@ -17,7 +17,6 @@ import { ResumableMultipartUploads } from './multipart-uploads.js';
 import { LastSeenUploads } from './resumable-seen.js';
 import { callS3, PartsInFlight, type StreamedPart, type Stored } from './resumable-parts.js';
 import type { S3Store } from './store.js';
-import { freshBytesArrived } from '../young-collections.js';
 
 const ID = /^[a-f0-9]{32}$/;
 /** The tail object's metadata: the length of the parts it follows, so a tail a later part absorbed is recognised as stale. */
@@ -138,7 +137,6 @@ export class S3ResumableBytes implements ResumableBytes {
         const behind = hash?.update(chunk);
         if (behind) await behind;
         received += chunk.length;
-        freshBytesArrived(chunk.length);
         let bytes = chunk;
         if (skipped < skip) {
           const dropped = Math.min(skip - skipped, bytes.length);
