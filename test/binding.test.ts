@@ -89,6 +89,7 @@ t.test('operations answer on their …Try alias and on any casing of the path', 
     method: 'GET',
     summary: 'test',
     params: { BucketId: field.integer({ minimum: 1, maximum: 10 }) },
+    example: { request: { BucketId: 3 }, response: { BucketId: 3, Message: 'ok' } },
     handler: async ({ BucketId }) => ({ BucketId, Message: 'ok' }),
   });
   defineOperation(fastify, {
@@ -96,6 +97,7 @@ t.test('operations answer on their …Try alias and on any casing of the path', 
     method: 'POST',
     summary: 'test',
     params: { BucketId: field.integer({ minimum: 1, maximum: 10 }), OpenToRead: field.boolean() },
+    example: { request: { BucketId: 4, OpenToRead: true }, response: { BucketId: 4, OpenToRead: true, Message: 'changed' } },
     handler: async (params) => ({ ...params, Message: 'changed' }),
   });
   t.teardown(() => fastify.close());

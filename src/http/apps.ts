@@ -4,6 +4,7 @@ import { deleteApp } from '../services/apps.js';
 import { appForToken } from '../services/tokens.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
+import { exampleAppId } from './examples.js';
 import { defineOperation } from './operation.js';
 
 /** POST /API/DeleteApp: an app deletes itself with everything it owns. */
@@ -17,6 +18,7 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
       AccessToken: param.accessToken(),
       AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),
     },
+    example: { request: { AppId: exampleAppId }, response: { Message: succeeded.appDeleted } },
     handler: async ({ AccessToken, AppId }, request) => {
       const tokenAppId = await appForToken(fastify.db, AccessToken);
       await deleteApp(contextOf(request), tokenAppId, AppId);

@@ -7,7 +7,8 @@ import { internetPath } from '../services/files.js';
 import { authorizeTokenUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
 import { bindRequest, field, param, type Bound, type Source } from './binding.js';
 import { contextOf } from './context.js';
-import { envelopeResponses, parametersSchema } from './operation.js';
+import { exampleBaseUrl } from './examples.js';
+import { envelopeResponses, parametersSchema, tokenSecurity } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
 import { drain, uploadError, UploadForm } from './upload-form.js';
 
@@ -30,10 +31,12 @@ function declaredLength(headers: IncomingHttpHeaders): number | undefined {
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
 const schema = {
+  operationId: 'UploadFile',
   summary: 'Upload one file into a bucket; its bytes stream into the store.',
   description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part; the AccessToken may instead come as `Authorization: Bearer <token>`.',
   tags: ['Files'],
-  querystring: parametersSchema(params),
+  ...tokenSecurity(params),
+  querystring: parametersSchema(params, {}, { BucketId: 1, AliveDays: 30 }),
   body: {
     content: {
       'multipart/form-data': {
@@ -41,7 +44,10 @@ const schema = {
       },
     },
   },
-  response: envelopeResponses({ FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } }),
+  response: envelopeResponses(
+    { FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } },
+    { FileKey: 7, Path: `${exampleBaseUrl}/holiday-photos/beach%202026.jpg`, Message: succeeded.fileUploaded },
+  ),
 };
 
 type UploadParams = Bound<typeof params>;
