@@ -7,7 +7,7 @@ export interface BodySender {
    * options. Where fetch can stream a request (Node.js), bytes are counted as they are read;
    * elsewhere the body goes whole and is counted when the answer comes.
    */
-  prepare(body: Body, onBytes: (count: number) => void): Promise<{ body: BodyInit; init: RequestInit; sent?: () => void }>;
+  prepare(body: Body, onBytes: (count: number) => void): Promise<{ body: NonNullable<RequestInit['body']>; init: RequestInit; sent?: () => void }>;
 }
 
 /** Slices a piece of bytes into reads of this size, so that progress moves within it. */
@@ -58,9 +58,9 @@ export const wholeBodies: BodySender = {
     else {
       const parts: Uint8Array[] = [];
       for await (const chunk of body) parts.push(chunk);
-      whole = new Blob(parts as BlobPart[]);
+      whole = new Blob(parts as never[]);
     }
     const size = bodySize(whole) ?? 0;
-    return { body: whole as BodyInit, init: {}, sent: () => onBytes(size) };
+    return { body: whole as NonNullable<RequestInit['body']>, init: {}, sent: () => onBytes(size) };
   },
 };

@@ -36,7 +36,7 @@ function multipartBody(boundary: string, fileName: string, source: Opened, onFil
   if (source.range && source.size !== undefined) {
     const file = source.range(0, source.size);
     if (file instanceof Uint8Array || (typeof Blob !== 'undefined' && file instanceof Blob)) {
-      return { body: new Blob([head, file as BlobPart, tail] as BlobPart[]), headLength: head.byteLength };
+      return { body: new Blob([head, file as never, tail] as never[]), headLength: head.byteLength };
     }
   }
   async function* parts(): AsyncIterable<Uint8Array> {
