@@ -1,13 +1,8 @@
 import { bodySize, type Body } from './sources.js';
 
-/** How this platform sends request bodies. */
+/** How this platform sends a request with a body, reporting its bytes as they go. */
 export interface BodySender {
-  /**
-   * The body for fetch, reporting bytes as they go (`onBytes` with each count), and its init
-   * options. Where fetch can stream a request (Node.js), bytes are counted as they are read;
-   * elsewhere the body goes whole and is counted when the answer comes.
-   */
-  prepare(body: Body, onBytes: (count: number) => void): Promise<{ body: NonNullable<RequestInit['body']>; init: RequestInit; sent?: () => void }>;
+  send(fetch: typeof globalThis.fetch, url: URL | string, init: RequestInit, body: Body, onBytes: (count: number) => void): Promise<Response>;
 }
 
 /** Slices a piece of bytes into reads of this size, so that progress moves within it. */
@@ -45,22 +40,76 @@ function streamOf(chunks: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array>
 
 /** Node.js: bodies stream (`duplex: 'half'`), counted as they are read. */
 export const streamingBodies: BodySender = {
-  async prepare(body, onBytes) {
-    return { body: streamOf(counted(body, onBytes)), init: { duplex: 'half' } as RequestInit };
-  },
+  send: (fetch, url, init, body, onBytes) => fetch(url, { ...init, body: streamOf(counted(body, onBytes)), duplex: 'half' } as RequestInit),
 };
 
-/** Browsers: fetch sends only whole bodies; a stream is gathered into a Blob first. */
-export const wholeBodies: BodySender = {
-  async prepare(body, onBytes) {
-    let whole: Uint8Array | Blob;
-    if (body instanceof Uint8Array || body instanceof Blob) whole = body;
-    else {
-      const parts: Uint8Array[] = [];
-      for await (const chunk of body) parts.push(chunk);
-      whole = new Blob(parts as never[]);
-    }
-    const size = bodySize(whole) ?? 0;
-    return { body: whole as NonNullable<RequestInit['body']>, init: {}, sent: () => onBytes(size) };
-  },
-};
+async function whole(body: Body): Promise<Uint8Array | Blob> {
+  if (body instanceof Uint8Array || body instanceof Blob) return body;
+  const parts: Uint8Array[] = [];
+  for await (const chunk of body) parts.push(chunk);
+  return new Blob(parts as never[]);
+}
+
+/** What the SDK uses of a browser's XMLHttpRequest (declared here: Node.js has none). */
+interface Xhr {
+  open(method: string, url: string): void;
+  setRequestHeader(name: string, value: string): void;
+  responseType: string;
+  upload: { onprogress: ((event: { loaded: number }) => void) | null };
+  onload: (() => void) | null;
+  onerror: (() => void) | null;
+  onabort: (() => void) | null;
+  readonly status: number;
+  readonly statusText: string;
+  readonly response: unknown;
+  getAllResponseHeaders(): string;
+  abort(): void;
+  send(body: unknown): void;
+}
+const XhrClass = () => (globalThis as { XMLHttpRequest?: new () => Xhr }).XMLHttpRequest;
+
+/** XMLHttpRequest, for what fetch cannot tell in a browser: how much of a request body has gone. */
+function xhr(Request: new () => Xhr, url: URL | string, init: RequestInit, body: Uint8Array | Blob, onBytes: (count: number) => void): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const request = new Request();
+    const signal = init.signal;
+    request.open(init.method ?? 'POST', String(url));
+    for (const [name, value] of new Headers(init.headers).entries()) request.setRequestHeader(name, value);
+    request.responseType = 'arraybuffer';
+    let reported = 0;
+    request.upload.onprogress = (event) => {
+      onBytes(event.loaded - reported);
+      reported = event.loaded;
+    };
+    request.onload = () => {
+      const headers = new Headers();
+      for (const line of request.getAllResponseHeaders().trim().split(/[\r\n]+/)) {
+        const colon = line.indexOf(':');
+        if (colon > 0) headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+      }
+      const empty = request.status === 204 || request.status === 304;
+      resolve(new Response(empty ? null : (request.response as ArrayBuffer), { status: request.status, statusText: request.statusText, headers }));
+    };
+    request.onerror = () => reject(new TypeError('The connection failed.'));
+    request.onabort = () => reject(signal?.reason ?? new DOMException('Aborted', 'AbortError'));
+    signal?.addEventListener('abort', () => request.abort(), { once: true });
+    request.send(body);
+  });
+}
+
+/**
+ * Browsers: fetch sends only whole bodies over HTTP/1.1 (a stream is gathered first), and cannot
+ * report their progress: XMLHttpRequest does, when the client uses the platform's own fetch.
+ */
+export function wholeBodies(useXhr: boolean): BodySender {
+  return {
+    async send(fetch, url, init, body, onBytes) {
+      const bytes = await whole(body);
+      const Request = XhrClass();
+      if (useXhr && Request) return xhr(Request, url, init, bytes, onBytes);
+      const response = await fetch(url, { ...init, body: bytes as never });
+      onBytes(bodySize(bytes) ?? 0);
+      return response;
+    },
+  };
+}

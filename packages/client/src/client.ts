@@ -55,7 +55,8 @@ export class FileStore {
     this.#ctx = {
       transport,
       tokens: new Tokens(transport, options),
-      bodies: platform.bodies ?? wholeBodies,
+      // XMLHttpRequest reports upload progress in browsers; a fetch of the caller's own is used as given.
+      bodies: platform.bodies ?? wholeBodies(options.fetch === undefined),
       openPath: platform.openPath,
       resumableThreshold: options.resumableThreshold ?? 8 * MiB,
       chunkSize: options.chunkSize ?? 16 * MiB,

@@ -24,6 +24,8 @@ export interface SendOptions {
   idempotent: boolean;
   /** Its body can be sent again (default true); a one-shot stream cannot. */
   replayable?: boolean;
+  /** Sends one attempt, instead of the transport's fetch (a body with progress, see bodies.ts). */
+  perform?: (url: URL, init: RequestInit) => Promise<Response>;
 }
 
 /** Errors that mean the connection was never made, so the service cannot have acted on the request. */
@@ -88,7 +90,7 @@ export async function send(transport: Transport, url: URL, init: () => RequestIn
     options.signal?.throwIfAborted();
     let response: Response;
     try {
-      response = await transport.fetch(url, { ...(await init()), ...(options.signal ? { signal: options.signal } : {}) });
+      response = await (options.perform ?? transport.fetch)(url, { ...(await init()), ...(options.signal ? { signal: options.signal } : {}) });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
       const again = replayable && attempt < retry.retries && (options.idempotent || neverSent(error));

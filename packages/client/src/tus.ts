@@ -138,23 +138,16 @@ export async function resumableUpload(
   let failures = 0;
   for (;;) {
     const body = await chunk(offset);
-    const prepared = await ctx.bodies.prepare(body, (count) => meter.add(count));
     let response: Response;
     try {
-      response = await ctx.transport.fetch(url, {
-        method: 'PATCH',
-        headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
-        body: prepared.body,
-        ...prepared.init,
-        ...(signal ? { signal } : {}),
-      });
+      const headers = { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' };
+      response = await ctx.bodies.send(ctx.transport.fetch, url, { method: 'PATCH', headers, ...(signal ? { signal } : {}) }, body, (count) => meter.add(count));
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       response = new Response(null, { status: 599 });
       if (failures >= ctx.transport.retry.retries) throw unreachable(url, error);
     }
     if (response.status === 204) {
-      prepared.sent?.();
       const done = completed(response);
       if (done) {
         meter.finish();

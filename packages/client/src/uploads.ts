@@ -57,26 +57,22 @@ async function multipartUpload(ctx: ClientContext, source: Opened, target: { buc
   const boundary = `${BOUNDARY_PREFIX}${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
   for (let renewed = false; ; renewed = true) {
     const token = await ctx.tokens.get(signal);
-    let sent: (() => void) | undefined;
-    const init = async (): Promise<RequestInit> => {
-      // Each attempt reads the file again from its start (a stream is never sent twice).
+    const headers = { Authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` };
+    const perform = (to: URL, init: RequestInit) => {
+      // Each attempt reads the file again from its start (a stream is never sent twice). Progress
+      // counts the file's bytes, not the form around them: of a stream as it is read.
       meter.at(0);
-      // Progress counts the file's bytes, not the form around them: of a stream as it is read.
       const { body, headLength } = multipartBody(boundary, target.fileName, source, (count) => source.size === undefined && meter.add(count));
       let read = 0;
       const onBytes = (count: number) => {
         read += count;
         if (source.size !== undefined) meter.at(Math.max(0, Math.min(source.size, read - headLength)));
       };
-      const prepared = await ctx.bodies.prepare(body, onBytes);
-      sent = prepared.sent;
-      const headers = { Authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` };
-      return { method: 'POST', headers, body: prepared.body, ...prepared.init };
+      return ctx.bodies.send(ctx.transport.fetch, to, init, body, onBytes);
     };
-    const response = await send(ctx.transport, url, init, { signal, idempotent: false, replayable: source.range !== undefined });
+    const response = await send(ctx.transport, url, () => ({ method: 'POST', headers }), { signal, idempotent: false, replayable: source.range !== undefined, perform });
     try {
       const result = await envelope<FileUploaded>(response);
-      sent?.();
       meter.finish();
       return result;
     } catch (error) {
