@@ -2,7 +2,7 @@ import { FileStoreError } from '@filestore/client';
 
 /** Where a command writes: results to out, messages and progress to err. */
 export interface Io {
-  out: NodeJS.WritableStream;
+  out: NodeJS.WritableStream & { isTTY?: boolean };
   err: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   env: Record<string, string | undefined>;
   /** Answers a yes/no question on the terminal; undefined when there is none to ask on. */

@@ -1,9 +1,10 @@
 import cliProgress from 'cli-progress';
-import { humanSize, type Io } from './output.js';
+import { humanSize, line, type Io } from './output.js';
 
 /** A bar of one transfer. */
 export interface Bar {
   update(done: number): void;
+  /** The transfer is over (its bar stays where it got to). */
   stop(): void;
 }
 
@@ -12,8 +13,13 @@ export interface Progress {
   bar(name: string, total: number): Bar;
   /** The bar of the whole, when there are several transfers. */
   overall(total: number): Bar;
-  /** A message that stays above the bars. */
-  log(text: string): void;
+  /**
+   * Tells a result: above the bars when they are on the terminal that stdout also writes to (a
+   * line written beside them would break their redrawing), else on stdout.
+   */
+  result(text: string): void;
+  /** Tells a problem: above the bars, or on stderr. */
+  problem(text: string): void;
   stop(): void;
 }
 
@@ -22,7 +28,7 @@ const format = (payload: { name: string }, value: number, total: number) => ({ n
 export function progressFor(io: Io): Progress {
   if (!io.err.isTTY) {
     const none: Bar = { update: () => {}, stop: () => {} };
-    return { bar: () => none, overall: () => none, log: () => {}, stop: () => {} };
+    return { bar: () => none, overall: () => none, result: (text) => line(io.out, text), problem: (text) => line(io.err, text), stop: () => {} };
   }
   const bars = new cliProgress.MultiBar(
     {
@@ -48,10 +54,16 @@ export function progressFor(io: Io): Progress {
       stop: () => bar.stop(),
     };
   };
+  const above = (text: string) => bars.log(`${text}\n`);
   return {
     bar: make,
     overall: (total) => make('(all files)', total),
-    log: (text) => bars.log(`${text}\n`),
-    stop: () => bars.stop(),
+    result: (text) => (io.out.isTTY ? above(text) : line(io.out, text)),
+    problem: above,
+    stop: () => {
+      // Renders what is left to log, then the bars as they end.
+      bars.update();
+      bars.stop();
+    },
   };
 }

@@ -41,6 +41,15 @@ function errorCode(error: unknown): string | undefined {
 
 export const neverSent = (error: unknown) => NEVER_SENT.has(errorCode(error) ?? '');
 
+/**
+ * The signal for one request: a signal of its own that follows the caller's. A call of many
+ * requests (a resumable upload's PATCHes, a CLI's files) would otherwise pile fetch's listeners
+ * on one signal; AbortSignal.any ties them without adding any.
+ */
+export function requestSignal(signal: AbortSignal | undefined): AbortSignal | undefined {
+  return signal && typeof AbortSignal.any === 'function' ? AbortSignal.any([signal]) : signal;
+}
+
 /** Waits, unless the signal aborts first (then throws its reason). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -90,7 +99,8 @@ export async function send(transport: Transport, url: URL, init: () => RequestIn
     options.signal?.throwIfAborted();
     let response: Response;
     try {
-      response = await (options.perform ?? transport.fetch)(url, { ...(await init()), ...(options.signal ? { signal: options.signal } : {}) });
+      const signal = requestSignal(options.signal);
+      response = await (options.perform ?? transport.fetch)(url, { ...(await init()), ...(signal ? { signal } : {}) });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
       const again = replayable && attempt < retry.retries && (options.idempotent || neverSent(error));

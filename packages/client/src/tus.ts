@@ -2,7 +2,7 @@ import type { CallOptions, ClientContext } from './context.js';
 import { EXPIRED_TOKEN_MESSAGE, FileStoreError } from './errors.js';
 import { RESUMABLE } from './operations.js';
 import { pieces, type Body, type Opened } from './sources.js';
-import { backoff, errorOf, readEnvelope, send, sleep, unreachable } from './transport.js';
+import { backoff, errorOf, readEnvelope, requestSignal, send, sleep, unreachable } from './transport.js';
 import type { FileUploaded } from './types.js';
 import type { ProgressMeter } from './upload-progress.js';
 
@@ -141,7 +141,8 @@ export async function resumableUpload(
     let response: Response;
     try {
       const headers = { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' };
-      response = await ctx.bodies.send(ctx.transport.fetch, url, { method: 'PATCH', headers, ...(signal ? { signal } : {}) }, body, (count) => meter.add(count));
+      const patchSignal = requestSignal(signal);
+      response = await ctx.bodies.send(ctx.transport.fetch, url, { method: 'PATCH', headers, ...(patchSignal ? { signal: patchSignal } : {}) }, body, (count) => meter.add(count));
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       response = new Response(null, { status: 599 });

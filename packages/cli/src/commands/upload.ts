@@ -90,11 +90,7 @@ export async function upload(io: Io, { client, login, signal }: Session, bucketN
       await state.forget(key);
       bar.update(file.size);
       uploaded.push({ File: file.path, FileKey: result.FileKey, Path: result.Path, Size: file.size });
-      if (!flags.json) {
-        const message = `Uploaded ${printable(file.path)} as ${result.FileKey} (${humanSize(file.size)}): ${result.Path}`;
-        if (io.err.isTTY) progress.log(message);
-        line(io.out, message);
-      }
+      if (!flags.json) progress.result(`Uploaded ${printable(file.path)} as ${result.FileKey} (${humanSize(file.size)}): ${result.Path}`);
     } catch (error) {
       if (signal.aborted) return;
       // The service refused it: its upload URL (if any) leads nowhere now.
@@ -102,9 +98,7 @@ export async function upload(io: Io, { client, login, signal }: Session, bucketN
       failed.push({ File: file.path, ...describeError(error) });
       if (!flags.json) {
         const { Message, Items } = describeError(error);
-        const text = [`filestore: ${printable(file.path)}: ${printable(Message)}`, ...(Items ?? []).map((item) => `  - ${printable(item)}`)].join('\n');
-        if (io.err.isTTY) progress.log(text);
-        else line(io.err, text);
+        progress.problem([`filestore: ${printable(file.path)}: ${printable(Message)}`, ...(Items ?? []).map((item) => `  - ${printable(item)}`)].join('\n'));
       }
     } finally {
       bar.stop();
