@@ -112,9 +112,11 @@ t.test('filestore upload', async (t) => {
     const command = [process.execPath, CLI, 'upload', bucket, path.join(folder, 'one.bin'), path.join(folder, 'two.bin')].map((part) => `'${part}'`).join(' ');
     const { stdout } = await run('script', ['-qfec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env, COLUMNS: '120', TERM: 'xterm' }, maxBuffer: 64 * MiB });
     const screen = stdout.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
-    t.match(screen, /█+░* +100% +12 MiB of 12 MiB +one\.bin/, 'a bar for one.bin');
-    t.match(screen, /█+░* +100% +12 MiB of 12 MiB +two\.bin/, 'and for two.bin');
-    t.match(screen, /100% +24 MiB of 24 MiB +\(all files\)/, 'and the whole');
-    t.match(screen, /Uploaded .*one\.bin as \d+ \(12 MiB\)/);
+    const bar = (name: string) => new RegExp(`[█░]{24} +\\d+% +[\\d.]+ [KM]?i?B of ${name === '(all files)' ? '24' : '12'} MiB +${name.replace(/[().]/g, '\\$&')}`);
+    t.match(screen, bar('one.bin'), 'a bar for one.bin');
+    t.match(screen, bar('two.bin'), 'and for two.bin');
+    t.match(screen, bar('(all files)'), 'and one for the whole');
+    t.match(screen, /Uploaded .*one\.bin as \d+ \(12 MiB\)/, 'each result on a line of its own');
+    t.match(screen, /2 of 2 file\(s\) uploaded, 24 MiB\.\s*$/, 'the bars gone at the end: the results stay');
   });
 });

@@ -63,7 +63,7 @@ export async function upload(io: Io, { client, login, signal }: Session, bucketN
   const bucket = await findBucket(client, bucketName, signal);
   const state = await UploadState.open(io.env);
   const progress = progressFor(io);
-  const totalBytes = files.reduce((sum, file) => sum + file.size, 0);
+  let totalBytes = files.reduce((sum, file) => sum + file.size, 0);
   const overall = files.length > 1 ? progress.overall(totalBytes) : undefined;
   const sentOf = new Map<string, number>();
   const uploaded: Array<{ File: string; FileKey: number; Path: string; Size: number }> = [];
@@ -75,6 +75,7 @@ export async function upload(io: Io, { client, login, signal }: Session, bucketN
     const key = UploadState.key({ service: login.url, bucketId: bucket.BucketId, path: await realpath(file.path), size: file.size, modified: file.modified, name });
     const bar = progress.bar(printable(name), file.size);
     const resumeFrom = state.get(key);
+    let first = true;
     try {
       const result = await client.uploadFile(bucket.BucketId, { path: file.path }, {
         aliveDays: flags.days,
@@ -82,6 +83,8 @@ export async function upload(io: Io, { client, login, signal }: Session, bucketN
         signal,
         onUploadUrl: (url) => void state.set(key, url),
         onProgress: ({ sent }) => {
+          if (first && resumeFrom && sent > 0) progress.note(`Resuming ${printable(name)} at ${humanSize(sent)}.`);
+          first = false;
           bar.update(sent);
           sentOf.set(file.path, sent);
           overall?.update([...sentOf.values()].reduce((sum, bytes) => sum + bytes, 0));
@@ -93,6 +96,12 @@ export async function upload(io: Io, { client, login, signal }: Session, bucketN
       if (!flags.json) progress.result(`Uploaded ${printable(file.path)} as ${result.FileKey} (${humanSize(file.size)}): ${result.Path}`);
     } catch (error) {
       if (signal.aborted) return;
+      bar.fail();
+      // The whole is what is left to upload: a failed file no longer counts in it.
+      totalBytes -= file.size;
+      sentOf.delete(file.path);
+      overall?.setTotal(totalBytes);
+      overall?.update([...sentOf.values()].reduce((sum, bytes) => sum + bytes, 0));
       // The service refused it: its upload URL (if any) leads nowhere now.
       if (error instanceof FileStoreError && error.status !== 0) await state.forget(key);
       failed.push({ File: file.path, ...describeError(error) });
