@@ -3,6 +3,7 @@ import { succeeded } from '../errors.js';
 import { bucketNameProblem, createBucket, deleteBucket, editBucket, listBuckets, viewBucket, type BucketSettings } from '../services/buckets.js';
 import { appForToken } from '../services/tokens.js';
 import { admitHeavy } from './admission.js';
+import { bucketView } from './views.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
 import { defineOperation } from './operation.js';
@@ -60,7 +61,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     response: bucketFields,
     params: { BucketId: param.bucketId() },
     example: { request: { BucketId: 1 }, response: { ...exampleBucket, Message: succeeded.bucketDetail } },
-    handler: async ({ BucketId }) => ({ ...(await viewBucket(fastify.db, BucketId)), Message: succeeded.bucketDetail }),
+    handler: async ({ BucketId }) => ({ ...bucketView(await viewBucket(fastify.db, BucketId)), Message: succeeded.bucketDetail }),
   });
 
   defineOperation(fastify, {
@@ -90,7 +91,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
       const appId = await appForToken(fastify.db, AccessToken);
       // An app's buckets are not bounded in number, and each carries its FileCount.
       await admitHeavy(request, reply, appId);
-      return { AppId: appId, Buckets: await listBuckets(fastify.db, appId), Message: succeeded.buckets };
+      return { AppId: appId, Buckets: (await listBuckets(fastify.db, appId)).map(bucketView), Message: succeeded.buckets };
     },
   });
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { invalidInput, problems, succeeded } from '../errors.js';
-import { authorizeListing, deleteFile, fileView, findLiveFile, findLiveFiles, liveFilePages } from '../services/files.js';
+import { authorizeListing, deleteFile, findLiveFile, findLiveFiles, liveFilePages } from '../services/files.js';
+import { fileView } from './views.js';
 import { appForToken } from '../services/tokens.js';
 import { admitHeavy } from './admission.js';
 import { field, param } from './binding.js';

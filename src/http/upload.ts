@@ -3,7 +3,6 @@ import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalid, invalidInput, problems, succeeded } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
-import { internetPath } from '../services/files.js';
 import { authorizeTokenUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
 import { admitHeavy } from './admission.js';
 import { param, tryBindRequest, type Bound, type Source } from './binding.js';
@@ -11,6 +10,7 @@ import { contextOf } from './context.js';
 import { exampleBaseUrl } from './examples.js';
 import { envelopeResponses, parametersSchema, tokenSecurity } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
+import { internetPath } from './views.js';
 import { awaitsContinue, continueBody } from './unread-bodies.js';
 import { drain, uploadError, UploadForm } from './upload-form.js';
 

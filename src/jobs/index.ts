@@ -15,9 +15,9 @@ export function serviceJobs(
   { sweepIntervalSeconds, instanceId }: { sweepIntervalSeconds: number; instanceId: string },
 ): Job[] {
   return [
-    leaseHeartbeatJob(ctx.db, instanceId),
+    leaseHeartbeatJob(ctx, instanceId),
     leaseSweepJob(ctx, instanceId),
-    orphanSweepJob(ctx.db, ctx.storage),
+    orphanSweepJob(ctx),
     expirySweepJob(ctx, sweepIntervalSeconds, { runs: metrics.sweeperRuns, filesRemoved: metrics.sweeperFilesRemoved }),
     downloadFlushJob(counter),
   ];

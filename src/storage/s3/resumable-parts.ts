@@ -1,8 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { UploadPartCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
-import { fromS3Error, httpStatus, StorageError } from './errors.js';
+import { StorageError } from '../errors.js';
+import { fromS3Error, httpStatus } from './errors.js';
 import type { PartBody } from './part-buffers.js';
-import { S3_ANSWER_TIMEOUT_MS } from './s3-client.js';
+import { S3_ANSWER_TIMEOUT_MS } from './client.js';
 
 /**
  * A streamed part's request lasts as long as its client takes to send the part, which on a slow link

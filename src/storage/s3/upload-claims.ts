@@ -1,5 +1,5 @@
 import { AbortMultipartUploadCommand, DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { INSTANCE_ID } from './blob-store.js';
+import { INSTANCE_ID } from '../../instance-id.js';
 import { fromS3Error, httpStatus } from './errors.js';
 
 /** The folder, under the store's prefix, of the markers that name which instance began a multipart upload. */

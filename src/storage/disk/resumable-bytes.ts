@@ -2,15 +2,15 @@ import { mkdir, open, opendir, rm, stat, truncate, writeFile, type FileHandle } 
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BlobWrite } from './blob-store.js';
-import type { DiskStore } from './disk-store.js';
+import type { BlobWrite } from '../blob-store.js';
+import type { DiskStore } from './store.js';
 import { EarlyFlush } from './early-flush.js';
-import { fromFileSystemError, isStorageError } from './errors.js';
-import { FILE_HIGH_WATER_MARK } from './high-water-marks.js';
-import type { ResumableBytes } from './resumable-bytes.js';
-import { RunningHashes } from './running-hashes.js';
-import type { Sha256 } from './sha256-threads.js';
-import { freshBytesArrived } from './young-collections.js';
+import { isStorageError } from '../errors.js';
+import { fromFileSystemError } from './errors.js';
+import { FILE_HIGH_WATER_MARK } from '../high-water-marks.js';
+import type { ResumableBytes } from '../resumable-bytes.js';
+import { RunningHashes } from '../running-hashes.js';
+import type { Sha256 } from '../sha256-threads.js';
 
 const ID = /^[a-f0-9]{32}$/;
 const PAGE_SIZE = 500;
@@ -110,7 +110,6 @@ class AppendTap extends EarlyFlush {
 
   protected override passing(chunk: Buffer): Promise<void> | undefined {
     this.bytes += chunk.length;
-    freshBytesArrived(chunk.length);
     return this.hash?.update(chunk);
   }
 }

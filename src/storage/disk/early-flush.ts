@@ -1,6 +1,6 @@
 import type { FileHandle } from 'node:fs/promises';
 import { Transform } from 'node:stream';
-import { PASS_HIGH_WATER_MARK } from './high-water-marks.js';
+import { PASS_HIGH_WATER_MARK } from '../high-water-marks.js';
 
 /**
  * While a file streams in, what is written so far is flushed after every this many bytes, so the

@@ -1,6 +1,6 @@
 import { AbortMultipartUploadCommand, ListMultipartUploadsCommand, ListPartsCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
-import { isStorageError, StorageError } from './errors.js';
-import { callS3 } from './s3-resumable-parts.js';
+import { isStorageError, StorageError } from '../errors.js';
+import { callS3 } from './resumable-parts.js';
 
 /** Keys whose multipart upload id is remembered; past this, the oldest is forgotten and listed again if needed. */
 const REMEMBERED_KEYS = 10_000;

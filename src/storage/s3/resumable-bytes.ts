@@ -8,16 +8,15 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import type { BlobWrite } from './blob-store.js';
-import { isStorageError, StorageError } from './errors.js';
-import type { AppendRequest, ResumableBytes } from './resumable-bytes.js';
+import type { BlobWrite } from '../blob-store.js';
+import { isStorageError, StorageError } from '../errors.js';
+import type { AppendRequest, ResumableBytes } from '../resumable-bytes.js';
 import { PartAssembler, PartBuffers, plainPart } from './part-buffers.js';
-import { RunningHashes } from './running-hashes.js';
-import { ResumableMultipartUploads } from './s3-multipart-uploads.js';
-import { LastSeenUploads } from './s3-resumable-seen.js';
-import { callS3, PartsInFlight, type StreamedPart, type Stored } from './s3-resumable-parts.js';
-import type { S3Store } from './s3-store.js';
-import { freshBytesArrived } from './young-collections.js';
+import { RunningHashes } from '../running-hashes.js';
+import { ResumableMultipartUploads } from './multipart-uploads.js';
+import { LastSeenUploads } from './resumable-seen.js';
+import { callS3, PartsInFlight, type StreamedPart, type Stored } from './resumable-parts.js';
+import type { S3Store } from './store.js';
 
 const ID = /^[a-f0-9]{32}$/;
 /** The tail object's metadata: the length of the parts it follows, so a tail a later part absorbed is recognised as stale. */
@@ -138,7 +137,6 @@ export class S3ResumableBytes implements ResumableBytes {
         const behind = hash?.update(chunk);
         if (behind) await behind;
         received += chunk.length;
-        freshBytesArrived(chunk.length);
         let bytes = chunk;
         if (skipped < skip) {
           const dropped = Math.min(skip - skipped, bytes.length);

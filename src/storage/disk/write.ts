@@ -1,7 +1,8 @@
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { BlobWrite } from './blob-store.js';
-import { fromFileSystemError, isStorageError } from './errors.js';
+import type { BlobWrite } from '../blob-store.js';
+import { isStorageError } from '../errors.js';
+import { fromFileSystemError } from './errors.js';
 
 /** Bytes the disk store has written to a temp file: committed by moving them into place, or aborted. */
 export class DiskWrite implements BlobWrite {

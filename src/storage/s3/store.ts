@@ -11,12 +11,13 @@ import {
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
-import { describeS3Error, fromS3Error, httpStatus, isStorageError, StorageError } from './errors.js';
-import { meter } from './meter.js';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from '../blob-store.js';
+import { isStorageError, StorageError } from '../errors.js';
+import { describeS3Error, fromS3Error, httpStatus } from './errors.js';
+import { meter } from '../meter.js';
 import { PartAssembler, PartBuffers, PartSlots } from './part-buffers.js';
-import { S3UploadClaims } from './s3-upload-claims.js';
-import { PartUpload, S3Write, type Pending } from './s3-write.js';
+import { S3UploadClaims } from './upload-claims.js';
+import { PartUpload, S3Write, type Pending } from './write.js';
 
 /** DeleteObjects takes at most this many keys per call. */
 const DELETE_BATCH = 1000;
@@ -206,7 +207,8 @@ export class S3Store implements BlobStore {
       }
       const page = (answer.Contents ?? []).flatMap((object) => {
         const key = this.#storageKeyOf(object.Key);
-        return key && object.LastModified ? [{ key, modifiedAt: object.LastModified }] : [];
+        // A resumable upload is completed in place, at its id, before its file's row is written.
+        return key && object.LastModified ? [{ key, modifiedAt: object.LastModified, resumableId: key }] : [];
       });
       if (page.length > 0) yield page;
       ContinuationToken = answer.IsTruncated ? answer.NextContinuationToken : undefined;
@@ -227,8 +229,12 @@ export class S3Store implements BlobStore {
       }
       const page = (answer.Uploads ?? []).flatMap((upload) => {
         const key = this.#storageKeyOf(upload.Key);
-        // The id carries both halves S3 needs to abort it: the key and the upload's own id.
-        return key && upload.UploadId && upload.Initiated ? [{ id: `${key}/${upload.UploadId}`, key, startedAt: upload.Initiated, instanceId: undefined }] : [];
+        // The id carries both halves S3 needs to abort it: the key and the upload's own id. A
+        // resumable upload's bytes are a multipart upload begun at the key its file will have,
+        // which is its id (S3ResumableBytes), for as long as the upload lasts.
+        return key && upload.UploadId && upload.Initiated
+          ? [{ id: `${key}/${upload.UploadId}`, key, startedAt: upload.Initiated, instanceId: undefined, resumableId: key }]
+          : [];
       });
       if (page.length > 0) yield page;
       const more = answer.IsTruncated === true;

@@ -3,13 +3,15 @@ import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink, type F
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
-import { DiskWrite } from './disk-write.js';
+import { INSTANCE_ID, newInstanceId } from '../../instance-id.js';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from '../blob-store.js';
+import { DiskWrite } from './write.js';
 import { EarlyFlush } from './early-flush.js';
-import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
+import { isStorageError, StorageError } from '../errors.js';
+import { fromFileSystemError } from './errors.js';
 import { FileRangeStream } from './file-range-stream.js';
-import { FILE_HIGH_WATER_MARK } from './high-water-marks.js';
-import { meter } from './meter.js';
+import { FILE_HIGH_WATER_MARK } from '../high-water-marks.js';
+import { meter } from '../meter.js';
 
 /** How many files remove() unlinks at once. */
 const PARALLEL_UNLINKS = 64;

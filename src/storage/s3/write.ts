@@ -8,10 +8,11 @@ import {
   type CompletedPart,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import type { BlobWrite } from './blob-store.js';
-import { fromS3Error, StorageError } from './errors.js';
+import type { BlobWrite } from '../blob-store.js';
+import { StorageError } from '../errors.js';
+import { fromS3Error } from './errors.js';
 import type { PartBody } from './part-buffers.js';
-import type { S3UploadClaims } from './s3-upload-claims.js';
+import type { S3UploadClaims } from './upload-claims.js';
 
 /**
  * The parts of one multipart upload, at most `concurrency` of them in memory at once (in flight or
