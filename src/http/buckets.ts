@@ -8,6 +8,7 @@ import { field, param } from './binding.js';
 import { contextOf } from './context.js';
 import { defineOperation } from './operation.js';
 import { bucketFields, bucketSchema } from './schemas.js';
+import { exampleAppId, exampleBucket } from './examples.js';
 
 const bucketName = (description: string) => field.text({ check: bucketNameProblem, description });
 /** The two access flags, which CreateBucket and EditBucket both set. */
@@ -30,6 +31,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     tag: 'Buckets',
     response: { BucketId: { type: 'integer' } },
     params: { AccessToken: param.accessToken(), BucketName: bucketName('5 to 25 of A-Z a-z 0-9 . _ -, unique across all apps.'), ...flags },
+    example: { request: { BucketName: 'holiday-photos', OpenToRead: true, OpenToUpload: false }, response: { BucketId: 1, Message: succeeded.bucketCreated } },
     handler: async (params) => {
       const appId = await appForToken(fastify.db, params.AccessToken);
       const id = await createBucket(fastify.db, appId, settings(params.BucketName, params));
@@ -43,6 +45,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     summary: 'Rename a bucket of the token’s app and set both of its flags.',
     tag: 'Buckets',
     params: { AccessToken: param.accessToken(), BucketId: param.bucketId(), NewBucketName: bucketName('The new name (may be the current one).'), ...flags },
+    example: { request: { BucketId: 1, NewBucketName: 'holiday-2026', OpenToRead: true, OpenToUpload: false }, response: { Message: succeeded.bucketEdited } },
     handler: async (params) => {
       const appId = await appForToken(fastify.db, params.AccessToken);
       await editBucket(fastify.db, appId, params.BucketId, settings(params.NewBucketName, params));
@@ -57,6 +60,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     tag: 'Buckets',
     response: bucketFields,
     params: { BucketId: param.bucketId() },
+    example: { request: { BucketId: 1 }, response: { ...exampleBucket, Message: succeeded.bucketDetail } },
     handler: async ({ BucketId }) => ({ ...bucketView(await viewBucket(fastify.db, BucketId)), Message: succeeded.bucketDetail }),
   });
 
@@ -66,6 +70,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     summary: 'Delete a bucket of the token’s app with all its files.',
     tag: 'Buckets',
     params: { AccessToken: param.accessToken(), BucketId: param.bucketId() },
+    example: { request: { BucketId: 1 }, response: { Message: succeeded.bucketDeleted } },
     handler: async ({ AccessToken, BucketId }, request, reply) => {
       const appId = await appForToken(fastify.db, AccessToken);
       await admitHeavy(request, reply, appId);
@@ -81,6 +86,7 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     tag: 'Buckets',
     response: { AppId: { type: 'string' }, Buckets: { type: 'array', items: bucketSchema } },
     params: { AccessToken: param.accessToken() },
+    example: { request: {}, response: { AppId: exampleAppId, Buckets: [exampleBucket], Message: succeeded.buckets } },
     handler: async ({ AccessToken }, request, reply) => {
       const appId = await appForToken(fastify.db, AccessToken);
       // An app's buckets are not bounded in number, and each carries its FileCount.

@@ -87,13 +87,18 @@ function completedDownload(request: FastifyRequest, reply: FastifyReply): boolea
 /**
  * Route options shared by every download route: GET and HEAD with one handler (Fastify's own HEAD
  * routes would answer Content-Length: 0 for a body the handler never reads), docs, and counting
- * on completion.
+ * on completion. The schema only describes the route for /docs: a download never refuses a query
+ * or a header it does not understand, and its envelopes are sent as they are.
  */
-export function downloadRoute(summary: string): Pick<RouteOptions, 'method' | 'exposeHeadRoute' | 'schema' | 'onResponse'> {
+export function downloadRoute(
+  schema: RouteOptions['schema'],
+): Pick<RouteOptions, 'method' | 'exposeHeadRoute' | 'schema' | 'validatorCompiler' | 'serializerCompiler' | 'onResponse'> {
   return {
     method: ['GET', 'HEAD'],
     exposeHeadRoute: false,
-    schema: { summary, tags: ['Downloads'] },
+    schema,
+    validatorCompiler: () => () => true,
+    serializerCompiler: () => (data) => JSON.stringify(data),
     onResponse: async (request, reply) => {
       const fileKey = serving.get(request);
       if (fileKey !== undefined && completedDownload(request, reply)) request.server.downloadCounter.record(fileKey);
