@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { Sha256 } from './sha256-threads.js';
 
 /** How many uploads' hashes one process keeps; past it, the least recently extended go. */
@@ -10,7 +11,13 @@ const MAX_ENTRIES = 1000;
  * hashed, has no entry here and is hashed from its file.
  */
 export class RunningHashes {
-  readonly #entries = new Map<string, { size: number; hash: Sha256 }>();
+  /** A hash pushed out unused is dropped, so its thread lets go of its state. */
+  readonly #entries = new LRUCache<string, { size: number; hash: Sha256 }>({
+    max: MAX_ENTRIES,
+    dispose: (entry, _id, reason) => {
+      if (reason === 'evict') entry.hash.drop();
+    },
+  });
 
   /** The hash to extend with the bytes appended at `offset`, or undefined when this process does not know the bytes before it. */
   take(id: string, offset: number): Sha256 | undefined {
@@ -24,7 +31,6 @@ export class RunningHashes {
   /** After an append: `hash` covers exactly the first `size` bytes, now durable. */
   keep(id: string, size: number, hash: Sha256): void {
     this.#entries.set(id, { size, hash });
-    if (this.#entries.size > MAX_ENTRIES) this.forget([this.#entries.keys().next().value!]);
   }
 
   /** The finished upload's size and hex digest, when known; forgets it either way. */

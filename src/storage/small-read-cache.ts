@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Readable } from 'node:stream';
 import type { BlobRead, BlobStore, BlobWrite, ByteRange, IncompleteWrite, StoredObject } from './blob-store.js';
 
@@ -18,57 +19,40 @@ const cost = (bytes: Buffer) => bytes.length + ENTRY_OVERHEAD_BYTES;
  * a file deleted or expired on any instance is refused before its key is looked up here.
  */
 export class SmallReadCache {
-  readonly #entries = new Map<string, Buffer>();
-  #bytes = 0;
+  readonly #entries: LRUCache<string, Buffer>;
 
   constructor(
     readonly maxBytes = CACHE_BYTES,
     readonly maxReadBytes = CACHED_READ_BYTES,
-  ) {}
+  ) {
+    this.#entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: cost });
+  }
 
   /** What is held, bookkeeping included: never more than maxBytes. */
   get bytes(): number {
-    return this.#bytes;
+    return this.#entries.calculatedSize;
   }
 
   /** The inclusive `range` of `key`, when the bytes kept for it reach that far. */
   get(key: string, range: ByteRange): Buffer | undefined {
     const prefix = this.#entries.get(key);
     if (prefix === undefined || range.end >= prefix.length) return undefined;
-    this.#entries.delete(key);
-    this.#entries.set(key, prefix);
     return prefix.subarray(range.start, range.end + 1);
   }
 
   /** Keeps `bytes`, the bytes of `key` from byte 0 on, if they are few enough. */
   keep(key: string, bytes: Buffer): void {
     if (bytes.length > this.maxReadBytes || cost(bytes) > this.maxBytes) return;
-    const held = this.#entries.get(key);
-    if (held !== undefined) {
-      if (held.length >= bytes.length) return;
-      this.#drop(key, held);
-    }
+    const held = this.#entries.peek(key);
+    if (held !== undefined && held.length >= bytes.length) return;
     // A buffer of its own: a small read can be a slice of a shared pool, which it would keep alive.
     const copy = Buffer.allocUnsafeSlow(bytes.length);
     bytes.copy(copy);
     this.#entries.set(key, copy);
-    this.#bytes += cost(copy);
-    for (const [oldest, buffer] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#drop(oldest, buffer);
-    }
   }
 
   forget(keys: readonly string[]): void {
-    for (const key of keys) {
-      const held = this.#entries.get(key);
-      if (held !== undefined) this.#drop(key, held);
-    }
-  }
-
-  #drop(key: string, bytes: Buffer): void {
-    this.#entries.delete(key);
-    this.#bytes -= cost(bytes);
+    for (const key of keys) this.#entries.delete(key);
   }
 }
 

@@ -1,4 +1,5 @@
 import { AbortMultipartUploadCommand, ListMultipartUploadsCommand, ListPartsCommand, type Part, type S3Client } from '@aws-sdk/client-s3';
+import { LRUCache } from 'lru-cache';
 import { isStorageError, StorageError } from '../errors.js';
 import { callS3 } from './resumable-parts.js';
 
@@ -11,7 +12,7 @@ const REMEMBERED_KEYS = 10_000;
  * lists only the parts, not the bucket's multipart uploads before them.
  */
 export class ResumableMultipartUploads {
-  readonly #uploadIdOf = new Map<string, string>();
+  readonly #uploadIdOf = new LRUCache<string, string>({ max: REMEMBERED_KEYS });
 
   constructor(
     private readonly client: S3Client,
@@ -60,7 +61,6 @@ export class ResumableMultipartUploads {
   async #firstUploadId(key: string): Promise<string> {
     const [uploadId] = await this.#uploadIds(key);
     if (!uploadId) throw new StorageError('not-found', 's3: no such resumable upload');
-    if (this.#uploadIdOf.size >= REMEMBERED_KEYS) this.#uploadIdOf.delete(this.#uploadIdOf.keys().next().value!);
     this.#uploadIdOf.set(key, uploadId);
     return uploadId;
   }

@@ -1,4 +1,5 @@
 import type { Part } from '@aws-sdk/client-s3';
+import { LRUCache } from 'lru-cache';
 
 /** Remembered parts and uploads across an instance, each counting one: about 100 bytes apiece. */
 const REMEMBERED = 100_000;
@@ -22,8 +23,7 @@ export interface Seen {
  * upload (against Ceph RGW, 7 ms for 128 parts, 17 ms for 1,000, 40 ms for 2,000).
  */
 export class LastSeenUploads {
-  readonly #seen = new Map<string, Seen>();
-  #weight = 0;
+  readonly #seen = new LRUCache<string, Seen>({ maxSize: REMEMBERED, sizeCalculation: (seen) => seen.parts.length + 1 });
 
   /** What was seen of `id`, if it holds for a request with `lockCount` at `offset`; forgotten either way. */
   take(id: string, lockCount: number | undefined, offset: number): Seen | undefined {
@@ -33,23 +33,10 @@ export class LastSeenUploads {
   }
 
   remember(id: string, seen: Seen): void {
-    this.forget(id);
     this.#seen.set(id, seen);
-    this.#weight += weightOf(seen);
-    // The oldest go first.
-    for (const [oldest, entry] of this.#seen) {
-      if (this.#weight <= REMEMBERED) break;
-      this.#seen.delete(oldest);
-      this.#weight -= weightOf(entry);
-    }
   }
 
   forget(id: string): void {
-    const seen = this.#seen.get(id);
-    if (!seen) return;
     this.#seen.delete(id);
-    this.#weight -= weightOf(seen);
   }
 }
-
-const weightOf = (seen: Seen) => seen.parts.length + 1;
