@@ -80,8 +80,8 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
   };
 
   const config = { operation: 'ResumableUpload', readsBodyItself: true };
-  const tags = ['Files'];
-  const route = { config, exposeHeadRoute: false };
+  // Each request is described in /docs by resumable-docs.ts.
+  const docs = { config, exposeHeadRoute: false, schema: { tags: ['Files'] } };
 
   const options = (_request: FastifyRequest, reply: FastifyReply) =>
     reply
@@ -91,22 +91,12 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
       .header('Tus-Extension', TUS_EXTENSIONS.join(','))
       .header('Tus-Max-Size', maxUploadBytes)
       .send();
-  fastify.options(RESUMABLE_PATH, { ...route, schema: { tags, summary: 'The tus capabilities: version, extensions and the largest upload.' } }, options);
-  fastify.options(`${RESUMABLE_PATH}/:id`, { ...route, schema: { tags, summary: 'The tus capabilities, at an upload’s URL.' } }, options);
+  fastify.options(RESUMABLE_PATH, docs, options);
+  fastify.options(`${RESUMABLE_PATH}/:id`, docs, options);
 
   fastify.post(
     RESUMABLE_PATH,
-    {
-      ...route,
-      schema: {
-        tags,
-        summary: 'Creates a resumable upload (tus creation, and creation-with-upload).',
-        description:
-          'Headers: `Tus-Resumable: 1.0.0`, `Authorization: Bearer <AccessToken>` (or the Upload-Metadata key AccessToken), `Upload-Length`, ' +
-          '`Upload-Metadata` with filename, BucketId and AliveDays (each value base64). Validated like UploadFile before any byte is accepted. ' +
-          'Answers 201 with the upload’s `Location` and `Upload-Expires`; with a body of type application/offset+octet-stream, its bytes are the first of the upload.',
-      },
-    },
+    docs,
     async (request, reply) => {
       await fastify.storage.checkWritable();
       const target = await validateCreation(request, maxUploadBytes);
@@ -122,7 +112,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
 
   fastify.head<{ Params: { id: string } }>(
     `${RESUMABLE_PATH}/:id`,
-    { ...route, schema: { tags, summary: 'The offset of a resumable upload: where to resume.' } },
+    docs,
     async (request, reply) => {
       const row = ID.test(request.params.id) ? await findResumable(ctx.db, request.params.id) : undefined;
       if (!row) throw resumableRefused.notFound();
@@ -139,17 +129,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
 
   fastify.patch<{ Params: { id: string } }>(
     `${RESUMABLE_PATH}/:id`,
-    {
-      ...route,
-      schema: {
-        tags,
-        summary: 'Appends bytes to a resumable upload at its current offset.',
-        description:
-          'Headers: `Tus-Resumable: 1.0.0`, `Content-Type: application/offset+octet-stream`, `Upload-Offset` (the current offset, from HEAD). ' +
-          'Answers 204 with the new `Upload-Offset` once the bytes are durable; the request that delivers the last byte also carries ' +
-          '`Upload-File-Key` and `Upload-File-Path`. 409 for another offset, 413 past the upload’s length, 423 while another request writes it.',
-      },
-    },
+    docs,
     async (request, reply) => {
       if (!carriesUploadBytes(request.headers)) throw resumableRefused.patchContentType();
       const offset = sizeHeader(request.headers, 'upload-offset');
@@ -163,7 +143,7 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
 
   fastify.delete<{ Params: { id: string } }>(
     `${RESUMABLE_PATH}/:id`,
-    { ...route, schema: { tags, summary: 'Terminates a resumable upload: its state and bytes are removed.' } },
+    docs,
     async (request, reply) => {
       if (!ID.test(request.params.id) || !(await findResumable(ctx.db, request.params.id))) throw resumableRefused.notFound();
       await removeResumable(ctx, [request.params.id]);
