@@ -3,7 +3,7 @@ import { access, lstat, mkdir, open, opendir, rename, rm, statfs, unlink, type F
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from './blob-store.js';
+import { INSTANCE_ID, isStorageKey, newInstanceId, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject, type WriteOptions } from './blob-store.js';
 import { DiskWrite } from './disk-write.js';
 import { EarlyFlush } from './early-flush.js';
 import { fromFileSystemError, isStorageError, StorageError } from './errors.js';
@@ -79,9 +79,11 @@ export class DiskStore implements BlobStore {
     this.#healthyUntil = performance.now() + HEALTHY_FOR_MS;
   }
 
-  async write(source: Readable, { maxBytes, lengthAtMost }: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite> {
-    const key = newStorageKey();
-    const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
+  async write(source: Readable, { maxBytes, lengthAtMost, key: givenKey }: WriteOptions): Promise<BlobWrite> {
+    const key = givenKey ?? newStorageKey();
+    const objectPath = this.#objectPath(key);
+    // A temp name of its own for a given key: two writes of one derived key never share a temp file.
+    const tempPath = this.#tempPath(`${this.#instanceId}_${givenKey === undefined ? key : newStorageKey()}`);
     const metered = meter(source, maxBytes, lengthAtMost);
     // A source that fails while the file opens fails the meter before anything listens to it: the
     // pipeline below still sees that failure, and the process does not.
@@ -113,7 +115,7 @@ export class DiskStore implements BlobStore {
       throw error === diskError ? fromFileSystemError(error) : error;
     }
     const written = { key, size: metered.size, sha256: metered.sha256(), synced: true };
-    return new DiskWrite(written, tempPath, this.#objectPath(key), () => this.#inProgress.delete(tempPath));
+    return new DiskWrite(written, tempPath, objectPath, () => this.#inProgress.delete(tempPath));
   }
 
   /**
