@@ -2,10 +2,12 @@ import path from 'node:path';
 import type { CorsOrigins } from './http/cors.js';
 import { INSTANCE_ID, newInstanceId } from './storage/blob-store.js';
 import { ConfigError, flag, integer, optional, type Env } from './config-readers.js';
+import { imageConfig, type ImageConfig } from './image-config.js';
 import { s3Config, storageBackend, type S3Config } from './s3-config.js';
 
 export { ConfigError } from './config-readers.js';
 export type { S3Config } from './s3-config.js';
+export type { ImageConfig } from './image-config.js';
 
 export interface BootstrapApp {
   readonly appId: string;
@@ -57,6 +59,8 @@ export interface Config {
   /** Where file bytes live: `disk` under storageDir, or `s3` in a bucket (then `s3` is set). */
   readonly storageBackend: 'disk' | 's3';
   readonly s3: S3Config | undefined;
+  /** Image transformations on download. */
+  readonly images: ImageConfig;
   /**
    * Names this process's lease and temporary writes. From INSTANCE_ID when set (a name that stays
    * the same across restarts, so a restart removes what its killed predecessor left at once);
@@ -202,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     resumableUploadExpirySeconds: integer(env, 'RESUMABLE_UPLOAD_EXPIRY_SECONDS', 86_400, 1, 365 * 24 * 3600),
     storageBackend: backend,
     s3: backend === 's3' ? s3Config(env, maxUploadBytes) : undefined,
+    images: Object.freeze(imageConfig(env)),
     instanceId: instanceId ?? newInstanceId(),
   });
 }

@@ -33,6 +33,10 @@ export interface Metrics {
   readonly resumableUploads: Counter<'event'>;
   /** Bytes that PATCH requests added to resumable uploads. */
   readonly resumableReceivedBytes: Counter;
+  /** Image renders by outcome: rendered, or unchanged (the file did not decode, or had too many pixels). */
+  readonly imageRenders: Counter<'outcome'>;
+  /** Image variants served, by where their bytes came from: the store (made before, by any instance) or a render for this request. */
+  readonly imageVariantsServed: Counter<'from'>;
 }
 
 /**
@@ -122,6 +126,18 @@ export function createMetrics(sources: MetricSources): Metrics {
     resumableReceivedBytes: new Counter({
       name: 'filestore_resumable_received_bytes_total',
       help: 'Bytes that requests added to resumable uploads.',
+      registers,
+    }),
+    imageRenders: new Counter({
+      name: 'filestore_image_renders_total',
+      help: 'Image renders by outcome: rendered, or unchanged (the file did not decode, or had too many pixels, and was served as stored).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    imageVariantsServed: new Counter({
+      name: 'filestore_image_variants_served_total',
+      help: 'Image variants served, by where their bytes came from: store (kept from an earlier render on any instance) or render (made for this request).',
+      labelNames: ['from'],
       registers,
     }),
   };

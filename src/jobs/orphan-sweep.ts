@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import { forgetOrphanVariants, recordedVariantKeys } from '../services/image-variant-rows.js';
 import type { BlobStore } from '../storage/blob-store.js';
 import type { Job } from './schedule.js';
 
@@ -31,8 +32,23 @@ async function resumableUploadKeys(db: Kysely<Database>, keys: readonly string[]
 }
 
 /**
- * Removes incomplete writes and stored objects without a row, once they are older than
- * `olderThanMs`; page by page, asking the database about one page of keys at a time.
+ * Removes the image variants whose file is gone, rows first (so no instance serves them again),
+ * then their bytes; at any age: a variant is recorded only while its file exists, so one without
+ * its file is left over, never about to be. Returns how many.
+ */
+export async function sweepOrphanVariants(db: Kysely<Database>, storage: BlobStore): Promise<number> {
+  let removed = 0;
+  for (let batch = await forgetOrphanVariants(db); batch.length > 0; batch = await forgetOrphanVariants(db)) {
+    await storage.remove(batch);
+    removed += batch.length;
+  }
+  return removed;
+}
+
+/**
+ * Removes incomplete writes and stored objects without a row (of a file, an image variant or a
+ * resumable upload), once they are older than `olderThanMs`; page by page, asking the database
+ * about one page of keys at a time.
  */
 export async function sweepOrphans(db: Kysely<Database>, storage: BlobStore, olderThanMs = ORPHAN_MIN_AGE_MS): Promise<OrphanSweepResult> {
   const cutoff = Date.now() - olderThanMs;
@@ -48,8 +64,8 @@ export async function sweepOrphans(db: Kysely<Database>, storage: BlobStore, old
     const old = page.filter((object) => object.modifiedAt.getTime() < cutoff).map((object) => object.key);
     if (old.length === 0) continue;
     // A resumable upload completed on S3 is dated by its start, and has its file row only once it is hashed.
-    const [referenced, resumable] = await Promise.all([referencedKeys(db, old), resumableUploadKeys(db, old)]);
-    const orphans = old.filter((key) => !referenced.has(key) && !resumable.has(key));
+    const [referenced, resumable, variants] = await Promise.all([referencedKeys(db, old), resumableUploadKeys(db, old), recordedVariantKeys(db, old)]);
+    const orphans = old.filter((key) => !referenced.has(key) && !resumable.has(key) && !variants.has(key));
     await storage.remove(orphans);
     result.objectsRemoved += orphans.length;
   }
@@ -57,5 +73,10 @@ export async function sweepOrphans(db: Kysely<Database>, storage: BlobStore, old
 }
 
 export function orphanSweepJob(db: Kysely<Database>, storage: BlobStore): Job {
-  return { name: 'orphan-sweep', intervalMs: ORPHAN_SWEEP_INTERVAL_MS, runAtStart: true, run: () => sweepOrphans(db, storage) };
+  return {
+    name: 'orphan-sweep',
+    intervalMs: ORPHAN_SWEEP_INTERVAL_MS,
+    runAtStart: true,
+    run: async () => ({ variantsRemoved: await sweepOrphanVariants(db, storage), ...(await sweepOrphans(db, storage)) }),
+  };
 }
