@@ -5,6 +5,8 @@ import { sanitizeFileName } from '../services/file-names.js';
 import type { ImageOptions } from '../services/image-options.js';
 import type { BlobStore, ByteRange } from '../storage/blob-store.js';
 import { downloadHeaders } from './download-headers.js';
+import { imageParams } from './image-request.js';
+import { parametersSchema } from './operation.js';
 import { sendRepresentation, servedFileKey } from './send-representation.js';
 import { sendVariant } from './variant-reply.js';
 
@@ -80,11 +82,13 @@ function completedDownload(request: FastifyRequest, reply: FastifyReply): boolea
  * routes would answer Content-Length: 0 for a body the handler never reads), docs, and counting
  * on completion.
  */
-export function downloadRoute(summary: string): Pick<RouteOptions, 'method' | 'exposeHeadRoute' | 'schema' | 'onResponse'> {
+export function downloadRoute(summary: string): Pick<RouteOptions, 'method' | 'exposeHeadRoute' | 'schema' | 'validatorCompiler' | 'onResponse'> {
   return {
     method: ['GET', 'HEAD'],
     exposeHeadRoute: false,
-    schema: { summary, tags: ['Downloads'] },
+    // The image options, for /docs; checked by the binding (a bad value is a 400 with the envelope), not by Ajv.
+    schema: { summary, tags: ['Downloads'], querystring: parametersSchema(imageParams) },
+    validatorCompiler: () => () => true,
     onResponse: async (request, reply) => {
       const fileKey = servedFileKey(request);
       if (fileKey !== undefined && completedDownload(request, reply)) request.server.downloadCounter.record(fileKey);
