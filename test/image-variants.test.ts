@@ -26,6 +26,9 @@ async function metric(service: TestService, name: string, labels: string): Promi
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
+/** Once the variants answered so far are stored and recorded (that happens just after their first answer). */
+const settled = (service: TestService) => service.app.images!.settled();
+
 const rendered = (service: TestService) => metric(service, 'filestore_image_renders_total', 'outcome="rendered"');
 const fromStore = (service: TestService) => metric(service, 'filestore_image_variants_served_total', 'from="store"');
 
@@ -42,6 +45,7 @@ t.test(`concurrent first requests make one render and get identical bytes; a sec
   t.same(new Set(answers.map((answer) => answer.status)), new Set([200]));
   t.equal(new Set(answers.map((answer) => answer.sha256)).size, 1, 'identical bytes');
   t.equal(await rendered(service), before + 1, 'one render for eight requests');
+  await settled(service);
   const rows = await variantRows(service, fileKey);
   t.equal(rows.length, 1, 'one variant recorded');
   t.equal(Number(rows[0]!.size_bytes), answers[0]!.body.length, 'with its size');
@@ -64,10 +68,12 @@ t.test('a kept variant whose bytes the store lost is made again', async (t) => {
   const { service, baseUrl, put } = await setup(t);
   const { path, fileKey } = await put('lost.jpg', await makeJpeg({ width: 300, height: 300 }));
   const first = await download(baseUrl, `${path}?w=100`);
+  await settled(service);
   const [row] = await variantRows(service, fileKey);
   await service.app.storage.remove([row!.variant_key]);
   const again = await download(baseUrl, `${path}?w=100`);
   t.same([again.status, again.sha256], [200, first.sha256], 'the same bytes, made again');
+  await settled(service);
   t.ok(await readBytes(service.app.storage, row!.variant_key), 'and kept again');
 });
 
@@ -77,6 +83,7 @@ t.test('variants go with their file: DeleteFile, DeleteBucket, DeleteApp, expiry
   const withVariants = async (name: string, target = put) => {
     const file = await target(name, image);
     for (const query of ['w=50', 'w=60&format=webp', 'square=true&h=30&format=jpeg']) t.equal((await download(baseUrl, `${file.path}?${query}`)).status, 200);
+    await settled(service);
     const keys = (await variantRows(service, file.fileKey)).map((row) => row.variant_key);
     t.equal(keys.length, 3, `${name}: three variants`);
     t.same(await variantsInStore(service, keys), [true, true, true], 'in the store');
@@ -114,6 +121,7 @@ t.test('the orphan sweep removes variants left without their file, and variant b
   const { service, baseUrl, put } = await setup(t);
   const { path, fileKey } = await put('orphaned.png', await makePng({ width: 100, height: 100 }));
   await download(baseUrl, `${path}?w=40`);
+  await settled(service);
   const [row] = await variantRows(service, fileKey);
   // The file's row gone without dropBytes, as after a crash between the two.
   const { storage_key } = await service.app.db.deleteFrom('files').where('file_key', '=', fileKey).returning('storage_key').executeTakeFirstOrThrow();
@@ -123,6 +131,7 @@ t.test('the orphan sweep removes variants left without their file, and variant b
 
   const kept = await put('kept.png', await makePng({ width: 100, height: 100 }));
   await download(baseUrl, `${kept.path}?w=40`);
+  await service.app.images!.settled();
   const [keptRow] = await variantRows(service, kept.fileKey);
   const unrecorded = await putBytes(service.app.storage, Buffer.from('a variant whose row was never written'));
   await sweepOrphans(service.app.db, service.app.storage, 0);
@@ -142,7 +151,7 @@ t.test('IMAGE_CACHE_BYTES: the least recently served variants go first', async (
   const keyOf = async (width: number) => {
     const before = new Set((await variantRows(service, fileKey)).map((row) => row.variant_key));
     t.equal((await download(baseUrl, `${path}?w=${width}&format=webp`)).status, 200);
-    await service.app.images!.settled();
+    await settled(service);
     return (await variantRows(service, fileKey)).map((row) => row.variant_key).find((key) => !before.has(key));
   };
   const a = await keyOf(100);
@@ -185,6 +194,7 @@ t.test('a 144-megapixel PNG is served unchanged, never decoded', async (t) => {
   const before = process.memoryUsage().rss;
   const answers = await Promise.all([`${path}?w=100`, `${path}?format=webp`, `${path}?square=true&w=64`].map((url) => download(baseUrl, url)));
   const grown = process.memoryUsage().rss - before;
+  await settled(service);
   for (const answer of answers) {
     t.equal(answer.status, 200);
     t.ok(answer.body.equals(huge), 'the stored bytes');

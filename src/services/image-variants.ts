@@ -49,6 +49,8 @@ export interface ReadyVariant extends VariantPlan {
 
 /** How many facts about variants and files each instance remembers; they never go stale (keys are immutable), so any bound works. */
 const REMEMBERED = 10_000;
+/** At most one eviction (a scan of the variants' rows) per instance in this time. */
+const EVICTION_INTERVAL_MS = 1000;
 /** A kept variant read whole below this size: its body is one buffer, usually from the small-read cache. */
 const WHOLE_BODY_BYTES = 64 * 1024;
 
@@ -83,7 +85,13 @@ export class ImageVariants {
   readonly #rendering = new Map<string, Promise<Buffer | undefined>>();
   /** Variants served since the last flush; their last use is written in one statement. */
   #touched = new Set<string>();
+  /** Variants being stored and recorded after their render was answered. */
+  readonly #keeping = new Set<Promise<unknown>>();
   #eviction: Promise<void> | undefined;
+  #lastEviction = -Infinity;
+  /** Starts the eviction that waits for its turn at once. */
+  #evictNow: (() => void) | undefined;
+  /** Variants were kept while an eviction was under way: one more after it. */
   #evictAgain = false;
 
   constructor(
@@ -178,17 +186,29 @@ export class ImageVariants {
     return undefined;
   }
 
-  /** One render per variant however many ask at once; the bytes are kept before anyone is answered. */
+  /**
+   * One render per variant however many ask at once. The bytes are answered as soon as they are
+   * made and kept meanwhile: requests that arrive while they are being stored share them too.
+   */
   #render(file: Downloadable, plan: VariantPlan): Promise<Buffer | undefined> {
     let rendering = this.#rendering.get(plan.variantKey);
     if (!rendering) {
-      rendering = this.#renderAndKeep(file, plan).finally(() => this.#rendering.delete(plan.variantKey));
-      this.#rendering.set(plan.variantKey, rendering);
+      const made = this.#renderOnce(file, plan);
+      rendering = made;
+      this.#rendering.set(plan.variantKey, made);
+      const kept = made
+        .then((bytes) => bytes && this.#keep(file, plan.variantKey, plan.format, bytes))
+        .catch(() => {})
+        .finally(() => {
+          this.#rendering.delete(plan.variantKey);
+          this.#keeping.delete(kept);
+        });
+      this.#keeping.add(kept);
     }
     return rendering;
   }
 
-  async #renderAndKeep(file: Downloadable, plan: VariantPlan): Promise<Buffer | undefined> {
+  async #renderOnce(file: Downloadable, plan: VariantPlan): Promise<Buffer | undefined> {
     const source = plan.source ?? (await this.#rasterFormat(file));
     if (!source) return undefined;
     // Per-app admission (CONTRACT section 18) belongs here, around the slot: a render is heavy work
@@ -202,7 +222,6 @@ export class ImageVariants {
       this.#leaveUnchanged(file);
       return undefined;
     }
-    await this.#keep(file, plan.variantKey, rendered.format, rendered.bytes);
     return rendered.bytes;
   }
 
@@ -225,13 +244,28 @@ export class ImageVariants {
     this.#evictSoon();
   }
 
-  /** At most one eviction at a time per instance, and one more after it when variants were kept meanwhile. */
+  /**
+   * Keeps the variants within the budget: at once when none ran in the last EVICTION_INTERVAL_MS,
+   * else at the end of it, so that a burst of renders costs one eviction, not one each.
+   */
   #evictSoon(): void {
     if (this.#eviction) {
       this.#evictAgain = true;
       return;
     }
-    this.#eviction = this.#evict()
+    const wait = Math.max(0, this.#lastEviction + EVICTION_INTERVAL_MS - performance.now());
+    this.#eviction = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, wait).unref();
+      this.#evictNow = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    })
+      .then(() => {
+        this.#evictNow = undefined;
+        this.#lastEviction = performance.now();
+        return this.#evict();
+      })
       .catch((error: unknown) => this.ctx.log.warn({ err: error }, 'image variants past the cache budget were not removed'))
       .finally(() => {
         this.#eviction = undefined;
@@ -249,8 +283,12 @@ export class ImageVariants {
     await this.ctx.storage.remove(keys);
   }
 
-  /** Resolves once no eviction is running (for shutdown and tests). */
+  /** Resolves once the variants rendered so far are kept and the budget kept after them, an eviction waiting for its turn run now (for shutdown and tests). */
   async settled(): Promise<void> {
-    while (this.#eviction) await this.#eviction;
+    while (this.#keeping.size > 0 || this.#eviction) {
+      await Promise.all(this.#keeping);
+      this.#evictNow?.();
+      await this.#eviction;
+    }
   }
 }
