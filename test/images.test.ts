@@ -230,6 +230,8 @@ t.test('a variant is a download: 304, ranges, HEAD, DownloadTimes, one use of a 
   t.equal((await bySecret('w=200', { range: 'bytes=0-9' })).statusCode, 206, 'a range takes a use');
   t.equal((await bySecret('w=200', { 'if-none-match': etag })).statusCode, 304, 'so does a GET answered 304');
   t.equal((await bySecret('w=200')).statusCode, 404, 'two uses, two GETs');
+  const troubles = service.logs.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((entry) => entry.level >= 40 && !entry.msg.startsWith('the web console is not built'));
+  t.same(troubles.map((entry) => entry.msg), [], 'nothing logged a warning: each answer was sent once, and nothing else was read for it');
 });
 
 t.test('anything but a raster image is served as stored: SVG, a non-image named .png, an empty file', async (t) => {

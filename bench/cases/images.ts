@@ -13,11 +13,11 @@ import path from 'node:path';
 import sharp from 'sharp';
 import type { Client } from 'undici';
 import { fmt } from '../format.js';
-import { cannon, closedLoop, KiB, newClient } from '../load.js';
+import { cannon, closedLoop, newClient } from '../load.js';
 import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { memoryOf, resetPeakMemory, startBaseline } from '../processes.js';
-import { serviceName, type Context, type ServiceRun } from './common.js';
-import { ensureFiles } from './uploads.js';
+import { serviceName, type Context, type ServiceRun, type StoredFile } from './common.js';
+import { uploadToService } from './uploads.js';
 
 const RENDER_TITLE = 'First render, 12 MP JPEG to 256 px wide, 4 at once';
 const SERVED_TITLE = 'Kept image variant served, 64 concurrent';
@@ -141,8 +141,17 @@ async function imagesOn(ctx: Context, run: ServiceRun, photo: Buffer, bare: { or
   } finally {
     await warm.close();
   }
-  const plain = await ensureFiles(run, 'kib', KiB, 64);
-  ctx.log(`  images  kept variants of ${Math.min(...sizes)}–${Math.max(...sizes)} bytes, against files of ${plain[0]?.size} bytes`);
+  // Plain files of the very sizes of the variants, each downloaded once so that both sides start from memory.
+  const plain: StoredFile[] = [];
+  const uploader = newClient(instance.origin);
+  try {
+    for (const size of sizes) plain.push(await uploadToService(uploader, run, 'kib', size));
+    for (const file of plain) await get(uploader, `/Download/FromKey/${file.key}`);
+  } finally {
+    await uploader.close();
+  }
+  const sizeRange = `${Math.min(...sizes)}–${Math.max(...sizes)} B`;
+  ctx.log(`  images  kept variants of ${sizeRange}, and plain files of the same sizes`);
   const served = (paths: string[]) => async (): Promise<Outcome> => {
     const result = await cannon({ origin: instance.origin, paths, connections: 64, durationSec: Math.max(1, ctx.opts.durationMs / 1000) });
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers and ${result.errors} errors`);
@@ -161,7 +170,7 @@ async function imagesOn(ctx: Context, run: ServiceRun, photo: Buffer, bare: { or
     subject: servedMetrics.get(`${serviceName(run)} variant`),
     baseline: servedMetrics.get(plainName),
     target: 0.9,
-    note: `variants of ${Math.min(...sizes)}–${Math.max(...sizes)} B against 1 KiB files`,
+    note: `variants and files of ${sizeRange}`,
   });
 
   // Peak memory and small downloads while 16 first renders are asked for at once, again and again.

@@ -8,7 +8,7 @@ import { downloadHeaders } from './download-headers.js';
 import { imageParams } from './image-request.js';
 import { parametersSchema } from './operation.js';
 import { sendRepresentation, servedFileKey } from './send-representation.js';
-import { sendVariant } from './variant-reply.js';
+import { NOT_MODIFIED, variantOf } from './variant-reply.js';
 
 /** Set before anything else, so that every answer of a download route carries them. */
 export function setSafetyHeaders(reply: FastifyReply): void {
@@ -44,8 +44,9 @@ export function namingOf(request: FastifyRequest): { attachment: boolean; sugges
  */
 export async function sendDownload(request: FastifyRequest, reply: FastifyReply, file: Downloadable, cacheControl: string, image?: ImageOptions): Promise<FastifyReply> {
   if (image && request.server.images) {
-    const answered = await sendVariant(request, reply, { file, image, images: request.server.images, naming: namingOf(request), cacheControl });
-    if (answered) return answered;
+    const variant = await variantOf(request, reply, { file, image, images: request.server.images, naming: namingOf(request), cacheControl });
+    if (variant === NOT_MODIFIED) return reply.code(304).send();
+    if (variant) return sendRepresentation(request, reply, cacheControl, variant);
   }
   const storage = request.server.storage;
   return sendRepresentation(request, reply, cacheControl, {

@@ -6,7 +6,7 @@ import type { ImageFormat, ImageOptions } from '../services/image-options.js';
 import type { ImageVariants } from '../services/image-variants.js';
 import { downloadHeaders } from './download-headers.js';
 import { decide } from './ranges.js';
-import { sendRepresentation } from './send-representation.js';
+import type { Representation } from './send-representation.js';
 
 /** The extension a name gets for each format served; the ones a name may already have for it. */
 const EXTENSIONS: Readonly<Record<ImageFormat, readonly string[]>> = {
@@ -32,12 +32,15 @@ export interface VariantRequest {
   cacheControl: string;
 }
 
+/** The answer to a conditional request that matched a variant's validators, before anything was rendered. */
+export const NOT_MODIFIED = Symbol('not modified');
+
 /**
- * Answers with an image variant of the file, or returns undefined when the file is served as
- * stored (not a raster image, too large, does not decode). A request whose validators match is
- * answered 304 before anything is rendered.
+ * The image variant of the file to send, NOT_MODIFIED (its headers set) when the request's
+ * validators match it, or undefined when the file is served as stored (not a raster image, too
+ * large, does not decode).
  */
-export async function sendVariant(request: FastifyRequest, reply: FastifyReply, { file, image, images, naming, cacheControl }: VariantRequest): Promise<FastifyReply | undefined> {
+export async function variantOf(request: FastifyRequest, reply: FastifyReply, { file, image, images, naming, cacheControl }: VariantRequest): Promise<Representation | typeof NOT_MODIFIED | undefined> {
   // What `auto` picks depends on Accept, whatever this file turns out to be.
   if (image.format === 'auto') reply.header('Vary', 'Accept');
   const plan = await images.plan(file, image, request.headers.accept);
@@ -45,19 +48,19 @@ export async function sendVariant(request: FastifyRequest, reply: FastifyReply, 
   const conditional = decide(request.headers, { size: 0, etag: plan.etag, lastModified: file.uploadTime });
   if (conditional.status === 304) {
     reply.header('Cache-Control', cacheControl).header('ETag', plan.etag).header('Last-Modified', file.uploadTime.toUTCString());
-    return reply.code(304).send();
+    return NOT_MODIFIED;
   }
   if (conditional.status === 412) throw refused.preconditionFailed();
 
   const variant = await images.ready(file, plan);
   if (!variant) return undefined;
   const suggestedName = naming.suggestedName === undefined ? undefined : nameFor(naming.suggestedName, variant.format);
-  return sendRepresentation(request, reply, cacheControl, {
+  return {
     fileKey: file.fileKey,
     size: variant.size,
     etag: variant.etag,
     lastModified: file.uploadTime,
     headers: downloadHeaders(nameFor(file.fileName, variant.format), { attachment: naming.attachment, suggestedName }),
     read: (range) => images.body(file, variant, range),
-  });
+  };
 }
