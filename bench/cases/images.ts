@@ -116,7 +116,8 @@ async function imagesOn(ctx: Context, run: ServiceRun, photo: Buffer, bare: { or
     await client.close();
   }
   // First renders: copy after copy, then the next quality; the baseline asks for the same qualities.
-  const perRun = RENDERS_AT_ONCE * 6;
+  // Enough renders that a run lasts a few seconds, not a few hundred milliseconds.
+  const perRun = RENDERS_AT_ONCE * (ctx.opts.mode === 'quick' ? 6 : 16);
   let serviceNext = 0;
   let bareNext = 0;
   const quality = (i: number) => 80 - Math.floor(i / COPIES);
