@@ -6,8 +6,8 @@
  *   --postgres       run the service on PostgreSQL (BENCH_DATABASE_URL, a fresh database per run)
  *   --both           run it on the embedded database and on PostgreSQL, side by side
  *   --only=a,b       only these cases (upload-large, upload-1m, upload-1k, download-large,
- *                    download-1m, download-1k, metadata, data-growth, memory, s3-large,
- *                    resumable-large, images)
+ *                    download-1m, download-1k, metadata, data-growth, fair-shares, memory,
+ *                    s3-large, resumable-large, images)
  *   --runs=N         measured runs per case (default 3)
  *   --duration=S     seconds per measured run of the concurrent cases
  *   --profile        run the service under `node --cpu-prof` and summarize where its time went
@@ -23,6 +23,7 @@ import { wants, type CaseId, type Context } from './cases/common.js';
 import { download1k } from './cases/download-1k.js';
 import { download1m } from './cases/download-1m.js';
 import { dataGrowth } from './cases/data-growth.js';
+import { fairShares } from './cases/fair-shares.js';
 import { checkCounters } from './cases/download-counter.js';
 import { downloadLarge } from './cases/download-large.js';
 import { images } from './cases/images.js';
@@ -95,6 +96,7 @@ const STEPS: Array<[CaseId | undefined, string, (c: Context) => Promise<void>]> 
   [undefined, 'free disk', dropExtraLargeFiles],
   ['metadata', 'metadata', metadata],
   ['data-growth', 'data-growth', dataGrowth],
+  ['fair-shares', 'fair-shares', fairShares],
   ['s3-large', 's3-large', s3Large],
   ['resumable-large', 'resumable-large', resumableLarge],
   ['images', 'images', images],

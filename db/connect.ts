@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { markDriverErrors } from './errors.js';
 import { nameStatements } from './named-statements.js';
 import { importPgliteData } from './pglite-import.js';
 import type { Database } from './schema.js';
@@ -50,6 +51,7 @@ export function openPool(target: PoolTarget, poolSize = DEFAULT_POOL_SIZE): { db
   });
   // An idle client that loses its server emits here; without a listener the process would crash.
   pool.on('error', () => {});
+  markDriverErrors(pool);
   nameStatements(pool);
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }

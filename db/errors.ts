@@ -1,3 +1,5 @@
+import type pg from 'pg';
+
 /**
  * What a database error means to the service. PostgreSQL's SQLSTATE codes and the driver's own
  * error codes are read here and nowhere else.
@@ -31,10 +33,43 @@ const CONNECTION_MESSAGES = [
   /Cannot use a pool after calling end/i,
 ];
 
-/** The kind of a database error, or undefined for any other error. */
+/**
+ * Errors that came from the database driver: a socket error code such as ECONNRESET is also what a
+ * client that goes away mid-request raises, so an error is judged only by where it came from.
+ */
+const fromDatabase = new WeakSet<object>();
+
+/** Marks an error thrown by the driver (a query, or a connection from the pool) as the database's. */
+export function markDatabaseError(error: unknown): unknown {
+  if (error && typeof error === 'object') fromDatabase.add(error);
+  return error;
+}
+
+type Query = (...args: unknown[]) => unknown;
+
+/** Marks every error the pool's connections and queries reject with (callbacks are not used here). */
+export function markDriverErrors(pool: pg.Pool): void {
+  const rethrow = (error: unknown) => {
+    throw markDatabaseError(error);
+  };
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => {
+    const result = connect(...args);
+    return result instanceof Promise ? result.catch(rethrow) : result;
+  }) as typeof pool.connect;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as Query;
+    client.query = ((...args: unknown[]) => {
+      const result = query(...args);
+      return result instanceof Promise ? result.catch(rethrow) : result;
+    }) as typeof client.query;
+  });
+}
+
+/** The kind of a database error, or undefined for any other error (including any not from the driver). */
 export function databaseError(error: unknown): DatabaseErrorInfo | undefined {
   const e = error as { code?: unknown; constraint?: unknown; message?: unknown; syscall?: unknown } | null;
-  if (!e || typeof e !== 'object') return undefined;
+  if (!e || typeof e !== 'object' || !fromDatabase.has(e)) return undefined;
   const code = typeof e.code === 'string' ? e.code : '';
   const kind = BY_SQLSTATE[code];
   if (kind) return typeof e.constraint === 'string' ? { kind, constraint: e.constraint } : { kind };

@@ -8,7 +8,7 @@ export default fp(
   async (fastify) => {
     let stop: (() => Promise<void>) | undefined;
     fastify.addHook('onReady', async () => {
-      const ctx = { db: fastify.db, storage: fastify.storage, log: fastify.log };
+      const ctx = { db: fastify.db, storage: fastify.storage, resumable: fastify.resumable.resumable, log: fastify.log };
       const { instanceId, sweepIntervalSeconds } = fastify.config;
       // Before the first request: this instance's writes are its own from the start. With the
       // database or the store down, the service still starts (and answers 503); the heartbeat job
@@ -22,5 +22,5 @@ export default fp(
       await stop?.();
     });
   },
-  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'download-counter', 'metrics', 'images'] },
+  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'resumable', 'download-counter', 'metrics', 'images'] },
 );

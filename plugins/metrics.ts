@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { DatabaseHandle } from '../db/connect.js';
-import { requestMetricsHook } from '../src/http/request-metrics.js';
+import { abortedRequestMetricsHook, requestMetricsHook } from '../src/http/request-metrics.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 
 declare module 'fastify' {
@@ -17,9 +17,12 @@ export default fp<{ database: DatabaseHandle }>(
       counterFlushLag: () => fastify.downloadCounter.lagSeconds(),
       underPressure: () => fastify.isUnderPressure(),
       rateLimitShared: () => fastify.rateLimitShared(),
+      // Read at each scrape; the admission plugin, registered after this one, counts its outcomes here.
+      admissionLoad: () => ({ requests: fastify.admission.requests.load(), uploads: fastify.admission.uploads.load() }),
     });
     fastify.decorate('metrics', metrics);
     fastify.addHook('onResponse', requestMetricsHook(metrics));
+    fastify.addHook('onRequestAbort', abortedRequestMetricsHook(metrics));
   },
   { name: 'metrics', fastify: '5.x', dependencies: ['download-counter'] },
 );

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import admissionPlugin from '../plugins/admission.js';
 import apiBindingPlugin from '../plugins/api-binding.js';
 import corsPlugin from '../plugins/cors.js';
 import dbPlugin from '../plugins/db.js';
@@ -14,6 +15,7 @@ import protectionPlugin from '../plugins/protection.js';
 import rateLimitPlugin from '../plugins/rate-limit.js';
 import resumablePlugin from '../plugins/resumable.js';
 import storagePlugin from '../plugins/storage.js';
+import unreadBodiesPlugin from '../plugins/unread-bodies.js';
 import type { DatabaseHandle } from '../db/connect.js';
 import type { Config } from './config.js';
 import adminRoutes from './http/admin.js';
@@ -88,6 +90,7 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   fastify.decorate('lifecycle', { shuttingDown: false });
 
   await fastify.register(envelopePlugin);
+  await fastify.register(unreadBodiesPlugin);
   await fastify.register(corsPlugin);
   await fastify.register(dbPlugin, { database });
   const storage = await createStorage(config);
@@ -95,6 +98,7 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   await fastify.register(resumablePlugin, { bytes: storage.resumable });
   await fastify.register(downloadCounterPlugin);
   await fastify.register(metricsPlugin, { database });
+  await fastify.register(admissionPlugin);
   await fastify.register(imagesPlugin);
   await fastify.register(jobsPlugin);
   await fastify.register(rateLimitPlugin);

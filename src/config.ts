@@ -56,6 +56,14 @@ export interface Config {
   readonly corsOrigins: CorsOrigins;
   /** An incomplete resumable upload is removed this long after its last PATCH. */
   readonly resumableUploadExpirySeconds: number;
+  /** Heavy requests (listings, deletions) of one app running at once on this instance. */
+  readonly perAppConcurrency: number;
+  /** Heavy requests of one app waiting for a turn; more are refused with 429. */
+  readonly perAppQueue: number;
+  /** Uploads (UploadFile, resumable PATCHes) of one app that one instance receives at once; they have turns of their own. */
+  readonly perAppUploads: number;
+  /** How long a heavy request may wait for its turn before it is refused with 429. */
+  readonly perAppQueueTimeoutSeconds: number;
   /** Where file bytes live: `disk` under storageDir, or `s3` in a bucket (then `s3` is set). */
   readonly storageBackend: 'disk' | 's3';
   readonly s3: S3Config | undefined;
@@ -204,6 +212,13 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: optional(env, 'REDIS_KEY_PREFIX') ?? 'filestore:rate-limit:',
     corsOrigins: corsOrigins(env),
     resumableUploadExpirySeconds: integer(env, 'RESUMABLE_UPLOAD_EXPIRY_SECONDS', 86_400, 1, 365 * 24 * 3600),
+    // On a 2-core instance two heavy requests of an app keep its event loop and the database busy
+    // (one serializes a page while the other's next page is fetched); more would only add work
+    // inside the process that other apps' requests wait behind.
+    perAppConcurrency: integer(env, 'PER_APP_CONCURRENCY', 2, 1, 10_000),
+    perAppUploads: integer(env, 'PER_APP_UPLOADS', 8, 1, 10_000),
+    perAppQueue: integer(env, 'PER_APP_QUEUE', 64, 0, 1_000_000),
+    perAppQueueTimeoutSeconds: integer(env, 'PER_APP_QUEUE_TIMEOUT_SECONDS', 30, 1, 3600),
     storageBackend: backend,
     s3: backend === 's3' ? s3Config(env, maxUploadBytes) : undefined,
     images: Object.freeze(imageConfig(env)),

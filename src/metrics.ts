@@ -13,6 +13,8 @@ export interface MetricSources {
   underPressure(): boolean;
   /** Whether the rate limits are counted in Redis, shared by all instances, right now. */
   rateLimitShared(): boolean;
+  /** Heavy requests running and waiting for their app's turn, over all apps. */
+  admissionLoad(): Record<'requests' | 'uploads', { running: number; waiting: number }>;
 }
 
 export interface Metrics {
@@ -20,6 +22,8 @@ export interface Metrics {
   readonly registry: Registry;
   /** Time from request to the end of its response, by route (operation name or pattern), method and status. */
   readonly requestDuration: Histogram<'route' | 'method' | 'status'>;
+  /** Requests whose client went away before their answer, by route and method. */
+  readonly clientAborts: Counter<'route' | 'method'>;
   /** Bytes of the files UploadFile stored. */
   readonly uploadedBytes: Counter;
   /** Body bytes of GET downloads that completed: a 200, or a 206 for its range. */
@@ -33,6 +37,8 @@ export interface Metrics {
   readonly resumableUploads: Counter<'event'>;
   /** Bytes that PATCH requests added to resumable uploads. */
   readonly resumableReceivedBytes: Counter;
+  /** Per-app admission of heavy work, by outcome (never by app: label values stay bounded). */
+  readonly admissions: Counter<'work' | 'outcome'>;
   /** Image renders by outcome: rendered, or unchanged (the file did not decode, or had too many pixels). */
   readonly imageRenders: Counter<'outcome'>;
   /** Image variants served, by where their bytes came from: the store (made before, by any instance) or a render for this request. */
@@ -90,6 +96,22 @@ export function createMetrics(sources: MetricSources): Metrics {
     },
   });
 
+  const admission = {
+    filestore_admission_running: ['Heavy requests running now, over all apps, by kind of work (requests: listings and deletions; uploads).', 'running'],
+    filestore_admission_waiting: ["Heavy requests waiting for their app's turn now, over all apps, by kind of work.", 'waiting'],
+  } as const;
+  for (const [name, [help, stat]] of Object.entries(admission)) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['work'],
+      registers,
+      collect() {
+        for (const [work, load] of Object.entries(sources.admissionLoad())) this.set({ work }, load[stat]);
+      },
+    });
+  }
+
   return {
     registry,
     requestDuration: new Histogram({
@@ -97,6 +119,12 @@ export function createMetrics(sources: MetricSources): Metrics {
       help: 'Time from request to the end of the response, by route (operation name or pattern), method and status; _count counts requests.',
       labelNames: ['route', 'method', 'status'],
       buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    clientAborts: new Counter({
+      name: 'filestore_client_aborts_total',
+      help: 'Requests whose client went away before the answer was sent, by route and method.',
+      labelNames: ['route', 'method'] as const,
       registers,
     }),
     uploadedBytes: new Counter({ name: 'filestore_uploaded_bytes_total', help: 'Bytes of the files stored by UploadFile.', registers }),
@@ -126,6 +154,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     resumableReceivedBytes: new Counter({
       name: 'filestore_resumable_received_bytes_total',
       help: 'Bytes that requests added to resumable uploads.',
+      registers,
+    }),
+    admissions: new Counter({
+      name: 'filestore_admission_total',
+      help: "Heavy requests by kind of work (requests: listings and deletions of buckets and apps; uploads) and outcome: admitted (started, at once or after waiting), queued (had to wait), refused (the app's queue was full), timed_out (waited too long), abandoned (the client left while waiting).",
+      labelNames: ['work', 'outcome'],
       registers,
     }),
     imageRenders: new Counter({

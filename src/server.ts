@@ -5,6 +5,7 @@ import { trackConnections } from './http/connection-drain.js';
 import { connectDatabase } from '../db/connect.js';
 import { releaseLease } from './services/leases.js';
 import { prepareDatabase } from './services/startup.js';
+import { onStopSignals, STOP_SIGNALS } from './stop-signals.js';
 import type { AppCredentials } from './services/apps.js';
 
 /** After the grace period: time left for the jobs to stop, counts to flush and the database to close. */
@@ -65,13 +66,15 @@ async function main(): Promise<void> {
    * is closed), in-flight requests get the grace period, then their connections are closed; then the onClose
    * hooks run (uploads settle, jobs stop and flush), what uploads left is removed, the lease is
    * given up and the database closes last. A close that overruns by CLOSE_TIMEOUT_MS stops waiting,
-   * still removes what uploads left, and exits with code 1; a second signal exits at once with code 1.
+   * still removes what uploads left, and exits with code 1; a second signal exits at once with code 1
+   * (see stop-signals.ts for the copy of a Ctrl-C that npm forwards). The last line logged is "stopped".
    */
   const graceMs = config.shutdownGraceSeconds * 1000;
-  closeWithGrace({ delay: graceMs + CLOSE_TIMEOUT_MS, logger: app.log }, async ({ signal, err }) => {
+  let stopSignal: NodeJS.Signals | undefined;
+  const shutdown = closeWithGrace({ delay: graceMs + CLOSE_TIMEOUT_MS, logger: app.log, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
     app.lifecycle.shuttingDown = true;
     if (err) app.log.error({ err }, 'shutting down after an unexpected error');
-    else app.log.info({ signal, graceSeconds: config.shutdownGraceSeconds }, 'shutting down');
+    else app.log.info({ signal: signal ?? stopSignal, graceSeconds: config.shutdownGraceSeconds }, 'shutting down');
     const deadline = setTimeout(() => {
       app.log.warn('grace period over: closing the connections still open');
       app.server.closeAllConnections();
@@ -94,6 +97,20 @@ async function main(): Promise<void> {
     }
     // Exits with code 1, as a close that overran always has; what uploads left is removed by now.
     if (!closed) throw new Error('the close overran its time limit');
+    app.log.info('stopped');
+  });
+  const stopAtOnce = (signal: NodeJS.Signals) => {
+    app.log.error(`second ${signal}: stopping at once`);
+    process.exit(1);
+  };
+  onStopSignals({
+    stop: (signal) => {
+      // A shutdown that an unexpected error began is under way: a signal now is the second one.
+      if (app.lifecycle.shuttingDown) return stopAtOnce(signal);
+      stopSignal = signal;
+      void shutdown.close();
+    },
+    force: stopAtOnce,
   });
 
   try {

@@ -20,6 +20,9 @@ t.test('defaults', async (t) => {
   t.equal(config.maxEventLoopDelayMs, 1000);
   t.equal(config.maxHeapUsedBytes, 0);
   t.equal(config.maxRssBytes, 0);
+  t.equal(config.perAppConcurrency, 2);
+  t.equal(config.perAppQueue, 64);
+  t.equal(config.perAppQueueTimeoutSeconds, 30);
   t.same(config.bootstrapApps, []);
   t.ok(Object.isFrozen(config));
 });
@@ -64,6 +67,11 @@ t.test('a bad value names its variable and never echoes a secret', async (t) => 
     [{ SHUTDOWN_GRACE_SECONDS: '0' }, /^SHUTDOWN_GRACE_SECONDS must be between 1 and 3600/],
     [{ HEADERS_TIMEOUT_SECONDS: '0' }, /^HEADERS_TIMEOUT_SECONDS must be between 1 and 3600/],
     [{ IDLE_TIMEOUT_SECONDS: '2m' }, /^IDLE_TIMEOUT_SECONDS must be a whole number/],
+    [{ PER_APP_CONCURRENCY: '0' }, /^PER_APP_CONCURRENCY must be between 1 and 10000/],
+    [{ PER_APP_CONCURRENCY: 'four' }, /^PER_APP_CONCURRENCY must be a whole number/],
+    [{ PER_APP_QUEUE: '-1' }, /^PER_APP_QUEUE must be a whole number/],
+    [{ PER_APP_UPLOADS: '0' }, /^PER_APP_UPLOADS must be between 1 and 10000/],
+    [{ PER_APP_QUEUE_TIMEOUT_SECONDS: '0' }, /^PER_APP_QUEUE_TIMEOUT_SECONDS must be between 1 and 3600/],
     [{ STORAGE_BACKEND: 'tape' }, /^STORAGE_BACKEND must be disk or s3/],
     [{ STORAGE_BACKEND: 's3' }, /^S3_BUCKET is required when STORAGE_BACKEND is s3/],
     [{ STORAGE_BACKEND: 's3', S3_BUCKET: 'My_Bucket' }, /^S3_BUCKET must be 3 to 63 characters/],

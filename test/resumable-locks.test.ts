@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { resumableMessages } from '../src/errors.js';
+import { resumableRefused } from '../src/errors.js';
 import { createResumable, OCTETS, setupResumable } from './helpers/resumable.js';
 import { tusRequest } from './helpers/tus.js';
 
@@ -60,6 +60,6 @@ t.test('a PATCH whose lease another request took meanwhile records no offset and
 
   const { status, body } = await answer;
   t.equal(status, 423);
-  t.same(JSON.parse(body), { Code: -1, Message: resumableMessages.locked });
+  t.same(JSON.parse(body), resumableRefused.locked().envelope);
   t.same(await rowOfUpload(), { offset_bytes: 0, lock_token: 'another-request' }, 'no offset recorded, and the other lock stands');
 });

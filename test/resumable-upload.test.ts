@@ -224,7 +224,7 @@ t.test('a name taken while the upload ran: the last PATCH gets 409 and the bytes
 
 t.test('bytes without state, left by a crash, are swept once they are an hour old', async (t) => {
   const s = await setupResumable(t);
-  const { sweepOrphanResumables } = await import('../src/services/resumable-uploads.js');
+  const { sweepOrphanResumables } = await import('../src/services/resumable-sweeps.js');
   const live = await createResumable(s, 10, 'live.txt');
   const orphan = 'f'.repeat(32);
   await writeFile(path.join(s.service.config.storageDir, 'resumable', orphan), 'left');
@@ -261,7 +261,7 @@ t.test('an abandoned upload expires after its last PATCH: 410, then the sweep re
   await sleep(1500);
   const gone = await tusRequest(location, 'HEAD', {});
   t.equal(gone.status, 410);
-  const { sweepExpiredResumables } = await import('../src/services/resumable-uploads.js');
+  const { sweepExpiredResumables } = await import('../src/services/resumable-sweeps.js');
   t.equal(await sweepExpiredResumables(s.service.app.resumable), 1);
   t.same(await resumableFiles(s.service), []);
   t.equal((await tusRequest(location, 'HEAD', {})).status, 404);

@@ -8,7 +8,7 @@ import { s3ServiceEnv, s3TestConfig, testBucketName, whyNoS3 } from './helpers/s
 import { objectKeyOf, resumableLeftovers } from './helpers/s3-resumable.js';
 import { metadata, patchThenDrop, tusRequest } from './helpers/tus.js';
 import { sweepOrphans } from '../src/jobs/orphan-sweep.js';
-import { sweepExpiredResumables, sweepOrphanResumables } from '../src/services/resumable-uploads.js';
+import { sweepExpiredResumables, sweepOrphanResumables } from '../src/services/resumable-sweeps.js';
 import { createS3Client } from '../src/storage/s3-client.js';
 
 const MiB = 1024 * 1024;

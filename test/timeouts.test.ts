@@ -36,6 +36,7 @@ t.test('a client that sends its headers too slowly is answered 408 and disconnec
   t.ok(elapsed >= 900 && elapsed < 5000, `closed after ${elapsed} ms`);
   t.match(slow.received(), /^HTTP\/1\.1 408 Request Timeout\r\n/);
   t.match(slow.received(), /"Code":-10/);
+  t.match(slow.received(), /"Items":\["The request headers did not arrive in time\."\]/);
 
   // An idle keep-alive connection is not a slow request: it outlives the headers timeout.
   const idle = rawClient(baseUrl);

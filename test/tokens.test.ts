@@ -80,6 +80,28 @@ t.test('bad tokens are refused the same way', async (t) => {
   }
 });
 
+t.test('lookups of one token that arrive together share one query, and none answers from before its request', async (t) => {
+  const service = await startService(t);
+  const { appId, token } = await service.newApp();
+  let queries = 0;
+  const counted = service.app.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => (queries++, args.result) });
+  const burst = await Promise.all(Array.from({ length: 200 }, () => appForToken(counted, token)));
+  t.ok(burst.every((id) => id === appId), 'all 200 name the app');
+  t.equal(queries, 1, 'in one query');
+  const other = await service.newApp();
+  const mixed = await Promise.all([appForToken(counted, token), appForToken(counted, other.token), appForToken(counted, token)]);
+  t.same(mixed, [appId, other.appId, appId], 'each token its own app');
+  t.equal(queries, 3, 'one query per token');
+
+  // Once its query has gone out, a lookup takes no one along: whoever asks afterwards gets a query
+  // of their own, which sees every change made before they asked.
+  const early = appForToken(counted, token);
+  await new Promise((resolve) => setImmediate(resolve));
+  const late = appForToken(counted, token);
+  t.same(await Promise.all([early, late]), [appId, appId]);
+  t.equal(queries, 5, 'two queries');
+});
+
 t.test('a token from one instance is accepted by another on the same database', async (t) => {
   const database = await testDatabase();
   const one = await startService(t);

@@ -229,3 +229,38 @@ t.test('uploads are refused before the body when free space is below the floor',
   t.same(result.body, { Code: -1, Message: 'The storage is full; the file was not stored.' });
   t.same(await storedPaths(service), []);
 });
+
+t.test('AccessToken or BucketId in the query and a different value as a form field is refused, nothing stored', async (t) => {
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
+  const otherBucket = await createBucket(service, owner.token);
+  const twice = (name: string) => `The ${name} is given twice with different values.`;
+  const query = { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 };
+  const cases: Array<[string, Parameters<typeof upload>[0], string[]]> = [
+    ['a token before the file', { baseUrl, query, before: { AccessToken: 'another-token' }, size: 2 * MiB }, [twice('AccessToken')]],
+    ['a token after the file', { baseUrl, query, after: { accesstoken: 'another-token' }, size: 2 * MiB }, [twice('AccessToken')]],
+    ['a bucket before the file', { baseUrl, query, before: { BucketId: otherBucket }, size: 2 * MiB }, [twice('BucketId')]],
+    ['a bucket after the file, with a bad AliveDays', { baseUrl, query: { AccessToken: owner.token, BucketId: bucketId }, after: { bucketid: otherBucket, AliveDays: 0 }, size: 2 * MiB }, [twice('BucketId'), 'The field AliveDays must be between 1 and 18250.']],
+  ];
+  for (const [name, spec, items] of cases) {
+    const result = await upload(spec);
+    t.same(result.body, { Code: -10, Message: INVALID, Items: items }, name);
+  }
+  const same = await upload({ baseUrl, query, before: { AccessToken: owner.token, BucketId: bucketId }, fileName: 'agreeing.bin', size: 1000 });
+  t.equal(same.body.Code, 0, 'the same values in both places are fine');
+  t.equal((await filesIn(service, bucketId)).length, 1, 'only the agreeing upload has a row');
+  t.same(await filesIn(service, otherBucket), []);
+  t.equal((await storedPaths(service)).length, 1, 'only the agreeing upload has bytes');
+});
+
+t.test('an invalid value before the file is refused without storing the file, with every problem of the form', { skip: onlyOnDisk('watches the storage folders for any file created, even briefly') }, async (t) => {
+  const { service, baseUrl, owner, bucketId } = await startUploadService(t);
+  const created: string[] = [];
+  const tmpWatcher = watch(diskStoreOf(service).tmpDir, (_event, name) => created.push(String(name)));
+  t.teardown(() => tmpWatcher.close());
+  const result = await upload({ baseUrl, before: { AccessToken: owner.token, BucketId: 'abc' }, after: { AliveDays: 'x' }, size: 4 * MiB });
+  t.same(result.body, { Code: -10, Message: INVALID, Items: ["The value 'abc' is not valid for BucketId.", "The value 'x' is not valid for AliveDays."] });
+  const conflicting = await upload({ baseUrl, query: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, before: { AccessToken: 'another-token' }, size: 4 * MiB });
+  t.equal(conflicting.body.Code, -10);
+  await sleep(100);
+  t.same(created, [], 'no temp file was created');
+});

@@ -34,6 +34,7 @@ import { fileView, findLiveFile, findLiveFiles } from '../../src/services/files.
 import { issueToken } from '../../src/services/tokens.js';
 import { authorizeTokenUpload, commitUpload } from '../../src/services/uploads.js';
 import type { BlobWrite } from '../../src/storage/blob-store.js';
+import { DiskResumableBytes } from '../../src/storage/disk-resumable-bytes.js';
 import { DiskStore } from '../../src/storage/disk-store.js';
 import { receiveFile } from './durable-file.js';
 
@@ -64,7 +65,7 @@ function written(size = 1024): BlobWrite {
 const storage = new DiskStore(storageDir);
 await storage.prepare();
 await mkdir(uploadDir, { recursive: true });
-const ctx = { db, storage, log: console };
+const ctx = { db, storage, resumable: new DiskResumableBytes(storage), log: console };
 
 let sequence = 0;
 const app = Fastify({ logger: false, keepAliveTimeout: 72_000 });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { succeeded } from '../errors.js';
 import { deleteApp } from '../services/apps.js';
 import { appForToken } from '../services/tokens.js';
+import { admitHeavy } from './admission.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
 import { defineOperation } from './operation.js';
@@ -17,8 +18,9 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
       AccessToken: param.accessToken(),
       AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),
     },
-    handler: async ({ AccessToken, AppId }, request) => {
+    handler: async ({ AccessToken, AppId }, request, reply) => {
       const tokenAppId = await appForToken(fastify.db, AccessToken);
+      await admitHeavy(request, reply, tokenAppId);
       await deleteApp(contextOf(request), tokenAppId, AppId);
       return { Message: succeeded.appDeleted };
     },

@@ -14,6 +14,8 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; message: string };
 export interface Field<T> {
   readonly kind: 'text' | 'integer' | 'boolean';
   readonly required: boolean;
+  /** Given in two sources (query and body, or header), both must be the same value; else the body wins. */
+  readonly mustAgree?: boolean;
   readonly minimum?: number;
   readonly maximum?: number;
   readonly maxLength?: number;
@@ -111,11 +113,24 @@ export const field = {
 /** Identifiers are positive bigints; anything past 2^53 cannot name a row. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
+type Folded = Map<string, { value: Raw; problem?: string }>;
+
+/** Sets one value; a later source wins, unless the field's values must agree and these differ. */
+function put(into: Folded, lower: string, name: string, value: string, mustAgree: boolean) {
+  const given = into.get(lower);
+  if (given?.problem) return;
+  if (mustAgree && given && !isBlank(given.value) && !isBlank(value) && given.value.trim() !== value.trim()) {
+    into.set(lower, { value: undefined, problem: problems.givenTwiceDifferently(name) });
+  } else {
+    into.set(lower, { value });
+  }
+}
+
 /**
  * Folds one source (query or body) into lower-case names. A name given twice within a source is
  * ambiguous and reported; values that are not text (nested objects from an odd parser) are invalid.
  */
-function fold(source: Source, into: Map<string, { value: Raw; problem?: string }>, wanted: Map<string, string>) {
+function fold(source: Source, into: Folded, spec: Spec, wanted: Map<string, string>) {
   if (!source || typeof source !== 'object') return;
   const seen = new Set<string>();
   for (const key of Object.keys(source)) {
@@ -125,10 +140,8 @@ function fold(source: Source, into: Map<string, { value: Raw; problem?: string }
     const value = source[key];
     if (seen.has(lower) || Array.isArray(value)) {
       into.set(lower, { value: undefined, problem: problems.givenTwice(name) });
-    } else if (typeof value === 'string') {
-      into.set(lower, { value });
-    } else if (typeof value === 'number' || typeof value === 'boolean') {
-      into.set(lower, { value: String(value) });
+    } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      put(into, lower, name, String(value), spec[name]!.mustAgree === true);
     } else {
       into.set(lower, { value: undefined, problem: problems.notText(name) });
     }
@@ -138,50 +151,64 @@ function fold(source: Source, into: Map<string, { value: Raw; problem?: string }
 
 const ACCESS_TOKEN = 'accesstoken';
 
-/** The header's token stands for the AccessToken parameter; both given must agree. */
-function foldBearer(token: string | undefined, into: Map<string, { value: Raw; problem?: string }>, wanted: Map<string, string>) {
-  if (token === undefined || !wanted.has(ACCESS_TOKEN)) return;
-  const given = into.get(ACCESS_TOKEN);
-  if (given?.problem) return;
-  if (given && !isBlank(given.value) && given.value !== token) into.set(ACCESS_TOKEN, { value: undefined, problem: problems.tokenGivenTwice });
-  else into.set(ACCESS_TOKEN, { value: token });
-}
+/** The outcome of binding: the values, or one text per invalid input, telling missing ones apart. */
+export type Binding<S extends Spec> = { ok: true; value: Bound<S> } | { ok: false; items: string[]; onlyMissing: boolean };
 
 /** Binds `spec` from the sources, later sources winning; throws one -10 with every problem. */
 export function bindParameters<S extends Spec>(spec: S, ...sources: Source[]): Bound<S> {
-  return bind(spec, sources, undefined);
+  return valueOf(bind(spec, sources, undefined));
 }
 
-/** As bindParameters, with the AccessToken also taken from the request's `Authorization: Bearer` header. */
+/**
+ * As bindParameters, with the AccessToken also taken from the request's `Authorization: Bearer`
+ * header, which must agree with an AccessToken parameter given too.
+ */
 export function bindRequest<S extends Spec>(spec: S, headers: IncomingHttpHeaders, ...sources: Source[]): Bound<S> {
+  return valueOf(tryBindRequest(spec, headers, ...sources));
+}
+
+/** As bindRequest, without throwing: for a request whose parameters may still be arriving. */
+export function tryBindRequest<S extends Spec>(spec: S, headers: IncomingHttpHeaders, ...sources: Source[]): Binding<S> {
   return bind(spec, sources, bearerToken(headers));
 }
 
-function bind<S extends Spec>(spec: S, sources: Source[], bearer: string | undefined): Bound<S> {
+function valueOf<S extends Spec>(binding: Binding<S>): Bound<S> {
+  if (!binding.ok) throw invalidInput(binding.items);
+  return binding.value;
+}
+
+function bind<S extends Spec>(spec: S, sources: Source[], bearer: string | undefined): Binding<S> {
   const wanted = new Map(Object.keys(spec).map((name) => [name.toLowerCase(), name]));
-  const values = new Map<string, { value: Raw; problem?: string }>();
-  for (const source of sources) fold(source, values, wanted);
-  foldBearer(bearer, values, wanted);
+  const values: Folded = new Map();
+  for (const source of sources) fold(source, values, spec, wanted);
+  const tokenName = wanted.get(ACCESS_TOKEN);
+  if (bearer !== undefined && tokenName !== undefined) put(values, ACCESS_TOKEN, tokenName, bearer, true);
 
   const bound: Record<string, unknown> = {};
   const items: string[] = [];
+  let onlyMissing = true;
   for (const [name, f] of Object.entries(spec)) {
     const entry = values.get(name.toLowerCase());
-    if (entry?.problem) {
-      items.push(entry.problem);
-      continue;
+    const outcome: Outcome<unknown> = entry?.problem ? { ok: false, message: entry.problem } : f.bind(entry?.value, name);
+    if (outcome.ok) {
+      bound[name] = outcome.value;
+    } else {
+      items.push(outcome.message);
+      onlyMissing &&= !entry?.problem && isBlank(entry?.value);
     }
-    const outcome = f.bind(entry?.value, name);
-    if (outcome.ok) bound[name] = outcome.value;
-    else items.push(outcome.message);
   }
-  if (items.length > 0) throw invalidInput(items);
-  return bound as Bound<S>;
+  return items.length > 0 ? { ok: false, items, onlyMissing } : { ok: true, value: bound as Bound<S> };
 }
 
 /** The parameters several operations share. */
 export const param = {
   accessToken: () => field.text({ maxLength: 128, description: 'A token from /API/AccessToken; or send it as `Authorization: Bearer <token>`.' }),
   bucketId: (description = 'The bucket.') => field.integer({ minimum: 1, maximum: MAX_ID, description }),
+  /** The one spec of an upload, for every entry point (UploadFile, resumable creation). */
+  upload: () => ({
+    AccessToken: { ...param.accessToken(), mustAgree: true },
+    BucketId: { ...param.bucketId(), mustAgree: true },
+    AliveDays: field.integer({ minimum: 1, maximum: 18250, description: 'Days the file is kept.' }),
+  }),
   fileKey: (description?: string) => field.integer({ minimum: 1, maximum: MAX_ID, description }),
 };

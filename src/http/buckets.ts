@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { succeeded } from '../errors.js';
 import { bucketNameProblem, createBucket, deleteBucket, editBucket, listBuckets, viewBucket, type BucketSettings } from '../services/buckets.js';
 import { appForToken } from '../services/tokens.js';
+import { admitHeavy } from './admission.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
 import { defineOperation } from './operation.js';
@@ -64,8 +65,9 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     summary: 'Delete a bucket of the token’s app with all its files.',
     tag: 'Buckets',
     params: { AccessToken: param.accessToken(), BucketId: param.bucketId() },
-    handler: async ({ AccessToken, BucketId }, request) => {
+    handler: async ({ AccessToken, BucketId }, request, reply) => {
       const appId = await appForToken(fastify.db, AccessToken);
+      await admitHeavy(request, reply, appId);
       await deleteBucket(contextOf(request), appId, BucketId);
       return { Message: succeeded.bucketDeleted };
     },
@@ -78,8 +80,10 @@ export default async function bucketRoutes(fastify: FastifyInstance): Promise<vo
     tag: 'Buckets',
     response: { AppId: { type: 'string' }, Buckets: { type: 'array', items: bucketSchema } },
     params: { AccessToken: param.accessToken() },
-    handler: async ({ AccessToken }) => {
+    handler: async ({ AccessToken }, request, reply) => {
       const appId = await appForToken(fastify.db, AccessToken);
+      // An app's buckets are not bounded in number, and each carries its FileCount.
+      await admitHeavy(request, reply, appId);
       return { AppId: appId, Buckets: await listBuckets(fastify.db, appId), Message: succeeded.buckets };
     },
   });

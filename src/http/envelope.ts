@@ -50,8 +50,22 @@ function knownError(error: Error): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * Whether the client went away before its answer: it cut its body short (the error is then
+ * Node's 'aborted', ECONNRESET), or closed the connection while the request was being served.
+ */
+function clientGone(request: FastifyRequest): boolean {
+  return request.raw.readableAborted || request.raw.socket?.destroyed === true;
+}
+
 /** The error handler of the whole service. */
 export function handleError(error: Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // Nobody is waiting for the answer: the client's doing, not a fault of the service.
+  if (clientGone(request)) {
+    request.log.debug({ err: { code: (error as FastifyError).code, message: error.message } }, 'the client went away');
+    // nginx's 499 (client closed request), should the answer still be written somewhere.
+    return reply.code(499).send();
+  }
   const known = knownError(error) ?? refused.unexpected(request.id);
   // Shed requests are counted in /metrics; a log line each would add load when there is too much.
   if ((error as FastifyError).code === OVERLOADED) return sendApiError(reply, known);
@@ -74,13 +88,30 @@ export function handleRouterError(error: FastifyError, request: FastifyRequest, 
   return handleNotFound(request, reply);
 }
 
-const CLIENT_ERROR_STATUS: Record<string, string> = {
-  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+/**
+ * The answer to each error code of Node's HTTP parser (llhttp) that says what was wrong with the
+ * request; any other code gets the general "could not be read".
+ */
+const CLIENT_ERRORS: Record<string, { status: string; problem: string }> = {
+  HPE_INVALID_METHOD: { status: '400 Bad Request', problem: problems.badRequestLine },
+  HPE_INVALID_URL: { status: '400 Bad Request', problem: problems.badRequestLine },
+  // A space in the path: what follows it is not "HTTP/".
+  HPE_INVALID_CONSTANT: { status: '400 Bad Request', problem: problems.badRequestLine },
+  HPE_INVALID_VERSION: { status: '400 Bad Request', problem: problems.badRequestLine },
+  // A bare LF (or CR) in a header line: what curl sends for a -H value with a line break in it.
+  HPE_CR_EXPECTED: { status: '400 Bad Request', problem: problems.headerLineBreak },
+  HPE_LF_EXPECTED: { status: '400 Bad Request', problem: problems.headerLineBreak },
+  // A bad character in a name or value, or a line without a colon (a value wrapped with CR LF).
+  HPE_INVALID_HEADER_TOKEN: { status: '400 Bad Request', problem: problems.badHeaderLine },
+  HPE_INVALID_CONTENT_LENGTH: { status: '400 Bad Request', problem: problems.badContentLength },
+  HPE_UNEXPECTED_CONTENT_LENGTH: { status: '400 Bad Request', problem: problems.badContentLength },
+  HPE_INVALID_TRANSFER_ENCODING: { status: '400 Bad Request', problem: problems.badTransferEncoding },
+  HPE_HEADER_OVERFLOW: { status: '431 Request Header Fields Too Large', problem: problems.headersTooLarge },
   // The headers did not arrive within HEADERS_TIMEOUT_SECONDS.
-  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+  ERR_HTTP_REQUEST_TIMEOUT: { status: '408 Request Timeout', problem: problems.headersTimeout },
 };
 
-const CLIENT_ERROR_BODY = JSON.stringify({ Code: -10, Message: VALIDATION_MESSAGE, Items: [problems.unreadableHttp] });
+const UNREADABLE = { status: '400 Bad Request', problem: problems.unreadableHttp };
 
 /** A request Node's HTTP parser could not read: answered on the socket, before Fastify sees it. */
 export function handleClientError(error: Error, socket: Socket): void {
@@ -88,9 +119,10 @@ export function handleClientError(error: Error, socket: Socket): void {
     socket.destroy(error);
     return;
   }
-  const status = CLIENT_ERROR_STATUS[(error as { code?: string }).code ?? ''] ?? '400 Bad Request';
+  const { status, problem } = CLIENT_ERRORS[(error as { code?: string }).code ?? ''] ?? UNREADABLE;
+  const body = JSON.stringify({ Code: -10, Message: VALIDATION_MESSAGE, Items: [problem] });
   socket.end(
     `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(CLIENT_ERROR_BODY)}\r\n\r\n${CLIENT_ERROR_BODY}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

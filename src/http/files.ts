@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { invalidInput, problems, succeeded } from '../errors.js';
 import { authorizeListing, deleteFile, fileView, findLiveFile, findLiveFiles, liveFilePages } from '../services/files.js';
 import { appForToken } from '../services/tokens.js';
+import { admitHeavy } from './admission.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
 import { streamJsonObject } from './json-stream.js';
@@ -59,8 +60,9 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     tag: 'Files',
     response: { BucketId: { type: 'integer' }, AllFiles: { type: 'array', items: fileSchema } },
     params: { AccessToken: param.accessToken(), BucketId: param.bucketId() },
-    handler: async ({ AccessToken, BucketId }, request) => {
+    handler: async ({ AccessToken, BucketId }, request, reply) => {
       const appId = await appForToken(fastify.db, AccessToken);
+      await admitHeavy(request, reply, appId);
       await authorizeListing(fastify.db, appId, BucketId);
       const base = publicBaseUrl(request);
       const views = async function* () {

@@ -31,7 +31,7 @@ export function imageOptionsOf(request: FastifyRequest): ImageOptions | undefine
   try {
     bound = bindParameters(imageParams, query);
   } catch (error) {
-    if (error instanceof ApiError) throw new ApiError(error.code, error.message, 400, error.items);
+    if (error instanceof ApiError) throw error.withStatus(400);
     throw error;
   }
   const lower = (value: string | undefined) => value?.trim().toLowerCase();

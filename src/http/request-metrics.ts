@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAbortHookHandler, onResponseHookHandler } from 'fastify';
 import type { Metrics } from '../metrics.js';
 import './route-config.js';
 
@@ -30,6 +30,18 @@ export function requestMetricsHook(metrics: Metrics): onResponseHookHandler {
     if (entry.countsBytes && reply.raw.writableFinished) {
       metrics.downloadedBytes.inc(Number(reply.getHeader('content-length')) || 0);
     }
+    done();
+  };
+}
+
+/**
+ * A request whose client went away before its answer was sent has no response to observe: it is
+ * counted as a client abort, never as a fault of the service.
+ */
+export function abortedRequestMetricsHook(metrics: Metrics): onRequestAbortHookHandler {
+  return (request: FastifyRequest, done: () => void) => {
+    const { config } = request.routeOptions;
+    metrics.clientAborts.labels(config.operation ?? config.url ?? 'unmatched', request.method).inc();
     done();
   };
 }

@@ -1,125 +1,40 @@
-import type { IncomingMessage } from 'node:http';
-import { Server, type ServerOptions } from '@tus/server';
-import { ERRORS, EVENTS, type Upload } from '@tus/utils';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, invalidInput, refused, resumableMessages, resumableProblems, type Envelope } from '../errors.js';
+import { invalidInput, resumableProblems, resumableRefused } from '../errors.js';
 import { internetPath } from '../services/files.js';
-import { completeResumable, findResumable, newUploadId, type ResumableTarget } from '../services/resumable-uploads.js';
-import { isStorageError } from '../storage/errors.js';
-import { sendApiError } from './envelope.js';
-import { fetchRequest } from './fetch-request.js';
+import { appendToResumable, completeResumable, createResumable, findResumable, newUploadId, removeResumable } from '../services/resumable-uploads.js';
+import { admitHeavy } from './admission.js';
 import { publicBaseUrl } from './public-url.js';
-import { asCreationRefusal, validateCreation } from './resumable-creation.js';
-import { LeaseLocker, noLocker, ServiceDataStore, uploadLocked, type TusError } from './tus-adapters.js';
+import { creationRefusal, validateCreation } from './resumable-creation.js';
+import { carriesUploadBytes, formatMetadata, header, httpDate, sizeHeader, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.js';
+import { continueBody } from './unread-bodies.js';
 
 export const RESUMABLE_PATH = '/API/ResumableUpload';
-const TUS_VERSION = '1.0.0';
-const PATCH_CONTENT_TYPE = 'application/offset+octet-stream';
 const ID = /^[a-f0-9]{32}$/;
-/** Seconds a client is told to wait before trying a store that did not answer. */
-const STORAGE_RETRY_AFTER_SECONDS = 5;
 
-/** What the route learnt about a request before @tus/server handles it. */
-interface Prepared {
-  baseUrl: string;
-  target?: ResumableTarget;
-  /** The upload this request completed, remembered by the datastore until the answer is built. */
-  completed?: string;
+/** Aborts once the client has gone away before its answer. */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }
 
-/** The tus errors @tus/server throws, as envelopes with the same status. */
-function envelopeOf(error: TusError): Envelope {
-  switch (error) {
-    case ERRORS.FILE_NOT_FOUND:
-      return { Code: -1, Message: resumableMessages.notFound };
-    case ERRORS.FILE_NO_LONGER_EXISTS:
-      return { Code: -1, Message: resumableMessages.gone };
-    case ERRORS.INVALID_OFFSET:
-      return { Code: -1, Message: resumableMessages.offsetConflict };
-    case uploadLocked:
-      return { Code: -1, Message: resumableMessages.locked };
-    case ERRORS.ERR_SIZE_EXCEEDED:
-    case ERRORS.ERR_MAX_SIZE_EXCEEDED:
-      return { Code: -10, Message: invalidInput([]).message, Items: [resumableProblems.tooLong] };
-    default:
-      return error.status_code < 500 ? { Code: -10, Message: invalidInput([]).message, Items: [error.body.trim()] } : { Code: -1, Message: error.body.trim() };
-  }
+function declaredLength(request: FastifyRequest): number | undefined {
+  const length = sizeHeader(request.headers, 'content-length');
+  return typeof length === 'number' ? length : undefined;
 }
 
 /**
- * The tus 1.0.0 endpoint (contract section 11), served by @tus/server inside Fastify, so the
- * service's hooks (rate limits, load shedding, shutdown, security headers, metrics) apply to it.
- * The route checks what the contract answers with the envelope before @tus/server sees a request;
- * @tus/server speaks the protocol; the services keep state, bytes and the one upload flow.
+ * The tus 1.0.0 endpoint (contract section 11), routes of the service's own over the resumable
+ * service, so every hook of the service (CORS, rate limits, load shedding, shutdown, security
+ * headers, metrics) applies to it as to any route. The state, the locks and the bytes are the
+ * service's (services/resumable-uploads.ts); these routes only read tus's headers and write its answers.
  */
 export default async function resumableUploadRoutes(fastify: FastifyInstance): Promise<void> {
   const { maxUploadBytes } = fastify.config;
   const ctx = fastify.resumable;
-  const prepared = new WeakMap<IncomingMessage, Prepared>();
-  const targets = new WeakMap<Upload, ResumableTarget>();
-  const nodeRequest = (req: Request) => (req as unknown as { runtime?: { node?: { req: IncomingMessage } } }).runtime?.node?.req;
-  const preparedOf = (req: Request) => {
-    const raw = nodeRequest(req);
-    const found = raw && prepared.get(raw);
-    if (!found) throw ERRORS.UNKNOWN_ERROR;
-    return found;
-  };
-
-  const leases = new LeaseLocker(ctx);
-  const options: ServerOptions = {
-    path: RESUMABLE_PATH,
-    maxSize: maxUploadBytes,
-    locker: (req) => (req.method === 'HEAD' ? noLocker : leases.forRequest(req)),
-    namingFunction: () => newUploadId(),
-    getFileIdFromRequest: (_req, lastPath) => (lastPath && ID.test(lastPath) ? lastPath : undefined),
-    generateUrl: (req, { id }) => `${preparedOf(req).baseUrl}${RESUMABLE_PATH}/${id}`,
-    // Browsers on other origins are let in by the service's CORS policy, not by this endpoint.
-    allowedOrigins: () => false,
-    onUploadCreate: async (req, upload) => {
-      const { target } = preparedOf(req);
-      if (!target) throw ERRORS.UNKNOWN_ERROR;
-      targets.set(upload, target);
-      return {};
-    },
-    onUploadFinish: async (req, upload) => {
-      const stored = await completeResumable(ctx, upload.id).catch((error: unknown) => {
-        resumableUploads.inc({ event: 'refused' });
-        throw error;
-      });
-      if (!stored) throw ERRORS.FILE_NOT_FOUND;
-      resumableUploads.inc({ event: 'completed' });
-      datastore.rememberCompleted(upload);
-      preparedOf(req).completed = upload.id;
-      const path = internetPath(preparedOf(req).baseUrl, stored.bucketName, stored.fileName);
-      return { headers: { 'Upload-File-Key': String(stored.fileKey), 'Upload-File-Path': path } };
-    },
-    onResponseError: (req, error) => {
-      const { status, envelope } = answerFor(error, nodeRequest(req));
-      return { status_code: status, body: JSON.stringify(envelope) };
-    },
-  };
   const { resumableUploads, resumableReceivedBytes } = fastify.metrics;
-  const datastore = new ServiceDataStore(ctx, (upload) => targets.get(upload), (bytes) => resumableReceivedBytes.inc(bytes), leases);
-  const tus = new Server({ ...options, datastore });
-  tus.on(EVENTS.POST_CREATE, () => resumableUploads.inc({ event: 'created' }));
-  tus.on(EVENTS.POST_TERMINATE, () => resumableUploads.inc({ event: 'terminated' }));
-
-  /** Any error @tus/server met, as a status and the envelope; faults are logged, never shown. */
-  const answerFor = (error: unknown, raw: IncomingMessage | undefined): { status: number; envelope: Envelope } => {
-    // A refusal at completion (the name was taken meanwhile, the bucket went away): 409 or 403.
-    const refusal = asCreationRefusal(error);
-    if (refusal instanceof ApiError) return { status: refusal.statusCode, envelope: refusal.envelope };
-    if (isStorageError(error, 'full')) return { status: 507, envelope: refused.storageFull().envelope };
-    if (isStorageError(error)) return { status: 503, envelope: refused.storageUnavailable(STORAGE_RETRY_AFTER_SECONDS).envelope };
-    const tusError = error as Partial<TusError>;
-    if (typeof tusError.status_code === 'number' && typeof tusError.body === 'string' && tusError.status_code < 500) {
-      return { status: tusError.status_code, envelope: envelopeOf(tusError as TusError) };
-    }
-    const reference = raw && requestIds.get(raw);
-    fastify.log.error({ err: error, reqId: reference }, 'resumable upload failed');
-    return { status: 500, envelope: refused.unexpected(reference ?? 'unknown').envelope };
-  };
-  const requestIds = new WeakMap<IncomingMessage, string>();
 
   /**
    * Requests still running. A shutdown cuts their connections after its grace period, then waits
@@ -129,95 +44,131 @@ export default async function resumableUploadRoutes(fastify: FastifyInstance): P
   fastify.addHook('onClose', async () => {
     await Promise.allSettled(running);
   });
-  const handle = (request: FastifyRequest, reply: FastifyReply, extra: Omit<Prepared, 'baseUrl'> = {}) => {
-    const handled = respond(request, reply, extra);
-    running.add(handled);
-    const settled = () => running.delete(handled);
-    handled.then(settled, settled);
-    return handled;
+  const tracked = <T>(work: Promise<T>): Promise<T> => {
+    running.add(work);
+    const settled = () => running.delete(work);
+    work.then(settled, settled);
+    return work;
   };
 
-  /** @tus/server's answer, sent through Fastify's reply so its hooks see it. */
-  const respond = async (request: FastifyRequest, reply: FastifyReply, extra: Omit<Prepared, 'baseUrl'> = {}) => {
-    const state: Prepared = { baseUrl: publicBaseUrl(request), ...extra };
-    prepared.set(request.raw, state);
-    requestIds.set(request.raw, request.id);
-    let response: Response;
-    try {
-      response = await tus.handleWeb(fetchRequest(request.raw, reply.raw));
-    } finally {
-      if (state.completed) datastore.forgetCompleted(state.completed);
-    }
-    const body = response.body ? await response.text() : '';
-    response.headers.forEach((value, name) => {
-      if (name !== 'content-length') reply.header(name, value);
-    });
-    // @tus/server leaves it out of HEAD answers; the contract has it on every answer.
-    if (request.method === 'HEAD' && response.status === 200) {
-      const row = await findResumable(ctx.db, (request.params as { id: string }).id);
-      if (row) reply.header('Upload-Expires', row.expires_at.toUTCString());
-    }
-    reply.code(response.status);
-    if (body.startsWith('{')) reply.type('application/json; charset=utf-8');
-    return reply.send(body || undefined);
-  };
-
-  /** tus's own rules that the contract answers with the envelope: 412 without Tus-Resumable, 415 for a PATCH of another type. */
-  const refuseProtocol = (request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined => {
-    if (request.headers['tus-resumable'] === undefined) {
-      reply.header('Tus-Version', TUS_VERSION);
-      return sendApiError(reply, new ApiError(-1, resumableMessages.tusResumableRequired, 412));
-    }
-    if (request.method === 'PATCH' && request.headers['content-type']?.trim().toLowerCase() !== PATCH_CONTENT_TYPE) {
-      reply.header('Tus-Resumable', TUS_VERSION);
-      return sendApiError(reply, invalidInput([resumableProblems.patchContentType], 415));
-    }
-    return undefined;
-  };
-
-  // The body is @tus/server's to read, as a stream: no parser may buffer it.
+  // The body is the upload's, read as a stream by the handlers: no parser may buffer it.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  // tus answers carry the protocol's version, refusals included; every request but OPTIONS must name it.
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'OPTIONS') return;
+    reply.header('Tus-Resumable', TUS_VERSION);
+    if (request.headers['tus-resumable'] === undefined) throw resumableRefused.tusResumableRequired();
+  });
 
-  const config = { operation: 'ResumableUpload' };
-  const schema = {
-    tags: ['Files'],
-    summary: 'Resumable uploads with the tus 1.0.0 protocol (creation, creation-with-upload, termination, expiration).',
-    description:
-      'POST creates an upload (Authorization: Bearer <AccessToken>, Upload-Length, Upload-Metadata with filename, BucketId, AliveDays); ' +
-      'HEAD, PATCH and DELETE act on the Location it answers with. The request that delivers the last byte answers with Upload-File-Key and Upload-File-Path.',
+  /** Appends the request's body and answers with the new offset; the last bytes make the upload a file first. */
+  const append = async (request: FastifyRequest, reply: FastifyReply, uploadId: string, offset: number): Promise<void> => {
+    continueBody(request);
+    const admit = (appId: string) => admitHeavy(request, reply, appId, 'uploads');
+    const patched = await tracked(appendToResumable(ctx, uploadId, { offset, source: request.raw, bodyBytes: declaredLength(request), signal: clientGone(reply), admit }));
+    resumableReceivedBytes.inc(patched.offset - offset);
+    reply.header('Upload-Offset', patched.offset).header('Upload-Expires', httpDate(patched.expiresAt));
+    if (patched.offset < patched.size) return;
+    const file = await tracked(completeResumable(ctx, uploadId)).catch((error: unknown) => {
+      resumableUploads.inc({ event: 'refused' });
+      throw creationRefusal(error);
+    });
+    // Another request completed it first.
+    if (!file) throw resumableRefused.notFound();
+    resumableUploads.inc({ event: 'completed' });
+    reply.header('Upload-File-Key', file.fileKey).header('Upload-File-Path', internetPath(publicBaseUrl(request), file.bucketName, file.fileName));
   };
-  fastify.route({
-    method: ['OPTIONS'],
-    url: RESUMABLE_PATH,
-    config,
-    schema,
-    handler: (request, reply) => handle(request, reply),
-  });
-  fastify.route({
-    method: ['POST'],
-    url: RESUMABLE_PATH,
-    config,
-    schema,
-    handler: async (request, reply) => {
-      const refusal = refuseProtocol(request, reply);
-      if (refusal) return refusal;
-      await ctx.storage.checkWritable();
+
+  const config = { operation: 'ResumableUpload', readsBodyItself: true };
+  const tags = ['Files'];
+  const route = { config, exposeHeadRoute: false };
+
+  const options = (_request: FastifyRequest, reply: FastifyReply) =>
+    reply
+      .code(204)
+      .header('Tus-Resumable', TUS_VERSION)
+      .header('Tus-Version', TUS_VERSION)
+      .header('Tus-Extension', TUS_EXTENSIONS.join(','))
+      .header('Tus-Max-Size', maxUploadBytes)
+      .send();
+  fastify.options(RESUMABLE_PATH, { ...route, schema: { tags, summary: 'The tus capabilities: version, extensions and the largest upload.' } }, options);
+  fastify.options(`${RESUMABLE_PATH}/:id`, { ...route, schema: { tags, summary: 'The tus capabilities, at an upload’s URL.' } }, options);
+
+  fastify.post(
+    RESUMABLE_PATH,
+    {
+      ...route,
+      schema: {
+        tags,
+        summary: 'Creates a resumable upload (tus creation, and creation-with-upload).',
+        description:
+          'Headers: `Tus-Resumable: 1.0.0`, `Authorization: Bearer <AccessToken>` (or the Upload-Metadata key AccessToken), `Upload-Length`, ' +
+          '`Upload-Metadata` with filename, BucketId and AliveDays (each value base64). Validated like UploadFile before any byte is accepted. ' +
+          'Answers 201 with the upload’s `Location` and `Upload-Expires`; with a body of type application/offset+octet-stream, its bytes are the first of the upload.',
+      },
+    },
+    async (request, reply) => {
+      await fastify.storage.checkWritable();
       const target = await validateCreation(request, maxUploadBytes);
-      return handle(request, reply, { target });
+      const uploadId = newUploadId();
+      const row = await createResumable(ctx, uploadId, target);
+      resumableUploads.inc({ event: 'created' });
+      reply.code(201).header('Location', `${publicBaseUrl(request)}${RESUMABLE_PATH}/${uploadId}`).header('Upload-Expires', httpDate(row.expires_at));
+      // An empty file is complete at once; otherwise the body, if any, is its first bytes.
+      if (target.size === 0 || (carriesUploadBytes(request.headers) && declaredLength(request) !== 0)) await append(request, reply, uploadId, 0);
+      return reply.send();
     },
-  });
-  fastify.route({
-    method: ['HEAD', 'PATCH', 'DELETE', 'OPTIONS'],
-    url: `${RESUMABLE_PATH}/:id`,
-    config,
-    schema,
-    handler: async (request, reply) => {
-      if (request.method !== 'OPTIONS') {
-        const refusal = refuseProtocol(request, reply);
-        if (refusal) return refusal;
-      }
-      return handle(request, reply);
+  );
+
+  fastify.head<{ Params: { id: string } }>(
+    `${RESUMABLE_PATH}/:id`,
+    { ...route, schema: { tags, summary: 'The offset of a resumable upload: where to resume.' } },
+    async (request, reply) => {
+      const row = ID.test(request.params.id) ? await findResumable(ctx.db, request.params.id) : undefined;
+      if (!row) throw resumableRefused.notFound();
+      if (row.expires_at.getTime() <= Date.now()) throw resumableRefused.gone();
+      return reply
+        .header('Cache-Control', 'no-store')
+        .header('Upload-Offset', row.offset_bytes)
+        .header('Upload-Length', row.size_bytes)
+        .header('Upload-Metadata', formatMetadata(JSON.parse(row.metadata) as Record<string, string | null>))
+        .header('Upload-Expires', httpDate(row.expires_at))
+        .send();
     },
-  });
+  );
+
+  fastify.patch<{ Params: { id: string } }>(
+    `${RESUMABLE_PATH}/:id`,
+    {
+      ...route,
+      schema: {
+        tags,
+        summary: 'Appends bytes to a resumable upload at its current offset.',
+        description:
+          'Headers: `Tus-Resumable: 1.0.0`, `Content-Type: application/offset+octet-stream`, `Upload-Offset` (the current offset, from HEAD). ' +
+          'Answers 204 with the new `Upload-Offset` once the bytes are durable; the request that delivers the last byte also carries ' +
+          '`Upload-File-Key` and `Upload-File-Path`. 409 for another offset, 413 past the upload’s length, 423 while another request writes it.',
+      },
+    },
+    async (request, reply) => {
+      if (!carriesUploadBytes(request.headers)) throw resumableRefused.patchContentType();
+      const offset = sizeHeader(request.headers, 'upload-offset');
+      if (offset === undefined) throw invalidInput([resumableProblems.uploadOffsetRequired], 400);
+      if (offset === 'invalid') throw invalidInput([resumableProblems.badUploadOffset(String(header(request.headers, 'upload-offset')))], 400);
+      if (!ID.test(request.params.id)) throw resumableRefused.notFound();
+      await append(request, reply, request.params.id, offset);
+      return reply.code(204).send();
+    },
+  );
+
+  fastify.delete<{ Params: { id: string } }>(
+    `${RESUMABLE_PATH}/:id`,
+    { ...route, schema: { tags, summary: 'Terminates a resumable upload: its state and bytes are removed.' } },
+    async (request, reply) => {
+      if (!ID.test(request.params.id) || !(await findResumable(ctx.db, request.params.id))) throw resumableRefused.notFound();
+      await removeResumable(ctx, [request.params.id]);
+      resumableUploads.inc({ event: 'terminated' });
+      return reply.code(204).send();
+    },
+  );
 }

@@ -8,6 +8,8 @@ declare module 'fastify' {
     pressureHandler?: (request: FastifyRequest, reply: FastifyReply) => void;
     /** @fastify/cors's per-route switch: false keeps a route out of cross-origin access. */
     cors?: false;
+    /** The route reads its body as a stream and asks for it (continueBody) once it will read it. */
+    readsBodyItself?: boolean;
   }
 }
 

@@ -1,21 +1,20 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, invalid, invalidInput, problems, succeeded } from '../errors.js';
+import { invalid, invalidInput, problems, succeeded } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
 import { internetPath } from '../services/files.js';
 import { authorizeTokenUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
-import { bindRequest, field, param, type Bound, type Source } from './binding.js';
+import { admitHeavy } from './admission.js';
+import { param, tryBindRequest, type Bound, type Source } from './binding.js';
 import { contextOf } from './context.js';
 import { envelopeResponses, parametersSchema } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
+import { awaitsContinue, continueBody } from './unread-bodies.js';
 import { drain, uploadError, UploadForm } from './upload-form.js';
 
-const params = {
-  AccessToken: param.accessToken(),
-  BucketId: param.bucketId(),
-  AliveDays: field.integer({ minimum: 1, maximum: 18250 }),
-};
+const params = param.upload();
+type UploadParams = Bound<typeof params>;
 /** What decides whether an upload is refused: known before the file part, no byte is stored. */
 const authorizing = { AccessToken: params.AccessToken, BucketId: params.BucketId };
 type Authorizing = Bound<typeof authorizing>;
@@ -25,6 +24,8 @@ function declaredLength(headers: IncomingHttpHeaders): number | undefined {
   const length = Number(headers['content-length'] ?? NaN);
   return Number.isSafeInteger(length) ? length : undefined;
 }
+
+const keyOf = (bound: Authorizing) => `${bound.AccessToken}\n${bound.BucketId}`;
 
 /** Room for the multipart framing and the small fields around the file. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
@@ -44,33 +45,28 @@ const schema = {
   response: envelopeResponses({ FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } }),
 };
 
-type UploadParams = Bound<typeof params>;
-
 /** Binds the form's fields and checks its file name, reporting every problem at once. */
 function bindForm(headers: IncomingHttpHeaders, query: Source, fields: Source, file: undefined): never;
 function bindForm(headers: IncomingHttpHeaders, query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string };
 function bindForm(headers: IncomingHttpHeaders, query: Source, fields: Source, file: MultipartFile | undefined): { bound: UploadParams; fileName: string } {
-  const items: string[] = [];
-  let bound: UploadParams | undefined;
-  try {
-    bound = bindRequest(params, headers, query, fields);
-  } catch (error) {
-    if (!(error instanceof ApiError) || !error.items) throw error;
-    items.push(...error.items);
-  }
+  const binding = tryBindRequest(params, headers, query, fields);
+  const items = binding.ok ? [] : [...binding.items];
   const fileName = sanitizeFileName(file?.filename);
   if (!file) items.push(problems.fileRequired);
   else if (!fileName) items.push(problems.badFileName);
-  if (items.length > 0 || !bound || !fileName) throw invalidInput(items);
-  return { bound, fileName };
+  if (!binding.ok || !fileName) throw invalidInput(items);
+  return { bound: binding.value, fileName };
 }
 
-function tryBind(headers: IncomingHttpHeaders, query: Source, fields: Source): Authorizing | undefined {
-  try {
-    return bindRequest(authorizing, headers, query, fields);
-  } catch {
-    return undefined;
-  }
+/**
+ * What the parameters known so far decide: `refused` when no later field can mend them (a value
+ * that is invalid or given twice); the token and bucket when they are complete; else nothing yet.
+ */
+function earlyBinding(headers: IncomingHttpHeaders, query: Source, fields: Source): 'refused' | Authorizing | undefined {
+  const binding = tryBindRequest(params, headers, query, fields);
+  if (!binding.ok && !binding.onlyMissing) return 'refused';
+  const authorizes = tryBindRequest(authorizing, headers, query, fields);
+  return authorizes.ok ? authorizes.value : undefined;
 }
 
 /**
@@ -87,46 +83,53 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
   });
 
   /** The bucket for a token, reused when the parameters do not change between before and after the file. */
-  const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; bucket: UploadBucket }> => {
-    return { key: `${bound.AccessToken}\n${bound.BucketId}`, bucket: await authorizeTokenUpload(fastify.db, bound.AccessToken, bound.BucketId, fileName) };
+  const authorize = async (bound: Authorizing, fileName: string | undefined): Promise<{ key: string; bucket: UploadBucket & { appId: string } }> => {
+    return { key: keyOf(bound), bucket: await authorizeTokenUpload(fastify.db, bound.AccessToken, bound.BucketId, fileName) };
   };
 
   const receive = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.isMultipart()) throw invalidInput([problems.notMultipart]);
-    // Refused before the body is read: the connection closes after the answer, or the unread body
-    // would hold it open (paused) until the keep-alive timeout.
-    const unread = (error: unknown) => {
-      reply.header('connection', 'close');
-      return error;
-    };
-    if (Number(request.headers['content-length']) > maxUploadBytes + FORM_OVERHEAD_BYTES) throw unread(invalid.fileTooLarge(maxUploadBytes));
-    await fastify.storage.checkWritable().catch((error: unknown) => {
-      throw unread(error);
-    });
-
+    // Refusals before the body is read: the unread body is dealt with by the unread-bodies plugin.
+    if (Number(request.headers['content-length']) > maxUploadBytes + FORM_OVERHEAD_BYTES) throw invalid.fileTooLarge(maxUploadBytes);
+    await fastify.storage.checkWritable();
     const query = request.query as Source;
+    // A client waiting for 100 Continue has not sent its body yet: the query alone is judged first,
+    // so a refused upload is never sent. Other clients send it anyway, and it is judged, the name
+    // included, in one query at the file part.
+    if (awaitsContinue(request)) {
+      const known = earlyBinding(request.headers, query, undefined);
+      if (known !== undefined && known !== 'refused') await authorize(known, undefined);
+    }
+    continueBody(request);
+
     const form = new UploadForm(request, maxUploadBytes);
     const file = await form.nextFile();
-
-    let early: { key: string; bucket: UploadBucket } | undefined;
-    /** Decided once the bytes are in: the fields after the file are read, bound and authorized. */
-    const target = async (): Promise<UploadTarget> => {
-      if (file?.file.truncated) throw invalid.fileTooLarge(maxUploadBytes);
-      await form.readRest();
-      const { bound, fileName } = bindForm(request.headers, query, form.fields, file);
-      const { bucket } = early?.key === `${bound.AccessToken}\n${bound.BucketId}` ? early : await authorize(bound, fileName);
-      return { ...bucket, fileName, aliveDays: bound.AliveDays };
-    };
     if (!file) return bindForm(request.headers, query, form.fields, undefined);
 
-    // Token and bucket already known: a refused upload is answered without storing the body.
-    try {
-      const bound = tryBind(request.headers, query, form.fields);
-      if (bound) early = await authorize(bound, sanitizeFileName(file.filename));
-    } catch (error) {
+    let early: { key: string; bucket: UploadBucket & { appId: string } } | undefined;
+    /** Decided once the bytes are in: the fields after the file are read, bound and authorized. */
+    const target = async (): Promise<UploadTarget> => {
+      if (file.file.truncated) throw invalid.fileTooLarge(maxUploadBytes);
+      await form.readRest();
+      const { bound, fileName } = bindForm(request.headers, query, form.fields, file);
+      const { bucket } = early?.key === keyOf(bound) ? early : await authorize(bound, fileName);
+      return { ...bucket, fileName, aliveDays: bound.AliveDays };
+    };
+
+    // Refused already: the file is not stored, and the answer waits for every field, so that it
+    // reports every invalid input (or, with none, the refusal).
+    const refuseAfterForm = async (refusal: unknown): Promise<never> => {
       await drain(file.file);
-      throw error;
-    }
+      await form.readRest();
+      bindForm(request.headers, query, form.fields, file);
+      throw refusal;
+    };
+    const known = earlyBinding(request.headers, query, form.fields);
+    if (known === 'refused') return refuseAfterForm(undefined);
+    if (known !== undefined) early = await authorize(known, sanitizeFileName(file.filename)).catch(refuseAfterForm);
+    // The app is known before its bytes: it takes its turn at uploads first (a token after the file
+    // comes with bytes already received, and nothing is left to spare).
+    if (early) await admitHeavy(request, reply, early.bucket.appId, 'uploads');
     try {
       const stored = await storeUpload(contextOf(request), file.file, { maxBytes: maxUploadBytes, lengthAtMost: declaredLength(request.headers), target });
       fastify.metrics.uploadedBytes.inc(stored.size);
@@ -154,7 +157,7 @@ export default async function uploadRoutes(fastify: FastifyInstance): Promise<vo
     await Promise.allSettled(running);
   });
 
-  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile' }, schema }, (request, reply) => {
+  fastify.post('/API/UploadFile', { config: { operation: 'UploadFile', readsBodyItself: true }, schema }, (request, reply) => {
     const upload = receive(request, reply);
     running.add(upload);
     fastify.metrics.uploadsInFlight.inc();

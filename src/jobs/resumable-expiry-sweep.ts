@@ -1,4 +1,5 @@
-import { sweepExpiredResumables, sweepOrphanResumables, type ResumableContext } from '../services/resumable-uploads.js';
+import { sweepExpiredResumables, sweepOrphanResumables } from '../services/resumable-sweeps.js';
+import type { ResumableContext } from '../services/resumable-uploads.js';
 import type { Job } from './schedule.js';
 
 /**

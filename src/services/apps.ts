@@ -4,6 +4,7 @@ import type { Database } from '../../db/schema.js';
 import { refused } from '../errors.js';
 import { dropBytes, type ServiceContext } from './context.js';
 import { purgeBucketFiles } from './purge.js';
+import { dropResumableBytes, takeResumablesOf } from './resumable-uploads.js';
 import { hashSecret, randomSecret, sameSecret } from './secret-hashing.js';
 
 export interface AppCredentials {
@@ -61,7 +62,8 @@ export async function verifyAppSecret(db: Kysely<Database>, appId: string, appSe
 }
 
 /**
- * Removes the app with its buckets, files, tokens and download secrets, then the files' bytes.
+ * Removes the app with its buckets, files, tokens, download secrets and incomplete uploads (into its
+ * buckets, and its own anywhere), then their bytes.
  * `tokenAppId` is the app the caller's token belongs to: an app may delete only itself. Each
  * bucket's files go in batches first (see purgeBucketFiles), then the app, in one short
  * transaction with whatever was created or uploaded meanwhile.
@@ -70,20 +72,23 @@ export async function deleteApp(ctx: ServiceContext, tokenAppId: string, appId: 
   if (tokenAppId !== appId) throw refused.notYourApp();
   const buckets = await ctx.db.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId).orderBy('bucket_id').execute();
   for (const bucket of buckets) await purgeBucketFiles(ctx, bucket.bucket_id);
-  const storageKeys = await ctx.db.transaction().execute(async (trx) => {
+  const { storageKeys, uploadIds } = await ctx.db.transaction().execute(async (trx) => {
     // Locks make concurrent bucket creation, token issue and uploads into its buckets wait and then
     // fail on their foreign keys, so no file row escapes the key collection below.
     const app = await trx.selectFrom('apps').select('app_id').where('app_id', '=', appId).forUpdate().executeTakeFirst();
     if (!app) throw refused.unknownApp();
-    await trx.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId).forUpdate().execute();
+    const locked = await trx.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId).forUpdate().execute();
     const files = await trx
       .deleteFrom('files')
       .where('bucket_id', 'in', (eb) => eb.selectFrom('buckets').select('bucket_id').where('app_id', '=', appId))
       .returning('storage_key')
       .execute();
+    // Into its buckets, and its own into other apps' buckets.
+    const uploadIds = await takeResumablesOf(trx, { bucketIds: locked.map((bucket) => bucket.bucket_id), appId });
     // Buckets, tokens and download secrets go with the app through ON DELETE CASCADE.
     await trx.deleteFrom('apps').where('app_id', '=', appId).execute();
-    return files.map((file) => file.storage_key);
+    return { storageKeys: files.map((file) => file.storage_key), uploadIds };
   });
   await dropBytes(ctx, storageKeys);
+  await dropResumableBytes(ctx, uploadIds);
 }

@@ -4,6 +4,7 @@ import type { BucketRow, Database } from '../../db/schema.js';
 import { problems, refused } from '../errors.js';
 import { dropBytes, type ServiceContext } from './context.js';
 import { purgeBucketFiles } from './purge.js';
+import { dropResumableBytes, takeResumablesOf } from './resumable-uploads.js';
 
 /**
  * Top-level path segments the service itself serves. A bucket name is the first segment of its
@@ -135,24 +136,27 @@ export async function listBuckets(db: Kysely<Database>, appId: string): Promise<
 }
 
 /**
- * Removes the bucket with its files and their bytes: the files in batches first (see
- * purgeBucketFiles), then, in one short transaction, the bucket with whatever was uploaded into it
- * meanwhile. Its files are all gone by the time the deletion is answered.
+ * Removes the bucket with its files, its incomplete uploads and their bytes: the files in batches
+ * first (see purgeBucketFiles), then, in one short transaction, the bucket with whatever was
+ * uploaded into it meanwhile. Its files are all gone by the time the deletion is answered.
  */
 export async function deleteBucket(ctx: ServiceContext, appId: string, bucketId: number): Promise<void> {
   const owner = await ctx.db.selectFrom('buckets').select('app_id').where('bucket_id', '=', bucketId).executeTakeFirst();
   if (!owner) throw refused.unknownBucket();
   if (owner.app_id !== appId) throw refused.notYourBucket();
   await purgeBucketFiles(ctx, bucketId);
-  const storageKeys = await ctx.db.transaction().execute(async (trx) => {
-    // Locking the bucket first makes a concurrent upload into it wait and then fail on the foreign
-    // key, so every file row that gets deleted is seen here and its bytes are removed below.
+  const { storageKeys, uploadIds } = await ctx.db.transaction().execute(async (trx) => {
+    // Locking the bucket first makes a concurrent upload into it (or resumable creation) wait and
+    // then fail on the foreign key, so every row that gets deleted is seen here and its bytes are
+    // removed below.
     const bucket = await trx.selectFrom('buckets').select('app_id').where('bucket_id', '=', bucketId).forUpdate().executeTakeFirst();
     // Another deletion of the same bucket finished first.
     if (!bucket) throw refused.unknownBucket();
     const files = await trx.deleteFrom('files').where('bucket_id', '=', bucketId).returning('storage_key').execute();
+    const uploadIds = await takeResumablesOf(trx, { bucketIds: [bucketId] });
     await trx.deleteFrom('buckets').where('bucket_id', '=', bucketId).execute();
-    return files.map((file) => file.storage_key);
+    return { storageKeys: files.map((file) => file.storage_key), uploadIds };
   });
   await dropBytes(ctx, storageKeys);
+  await dropResumableBytes(ctx, uploadIds);
 }

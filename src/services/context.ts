@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { BlobStore } from '../storage/blob-store.js';
+import type { ResumableBytes } from '../storage/resumable-bytes.js';
 import { forgetVariantsOf } from './image-variant-rows.js';
 
 /** What a log line is written to; Fastify's request and instance loggers are ones. */
@@ -15,6 +16,8 @@ export interface Logger {
 export interface ServiceContext {
   readonly db: Kysely<Database>;
   readonly storage: BlobStore;
+  /** Where incomplete resumable uploads keep their bytes. */
+  readonly resumable: ResumableBytes;
   readonly log: Logger;
 }
 

@@ -95,7 +95,7 @@ export class ImageVariants {
   #evictAgain = false;
 
   constructor(
-    private readonly ctx: ServiceContext,
+    private readonly ctx: Pick<ServiceContext, 'db' | 'storage' | 'log'>,
     private readonly settings: ImageSettings,
     private readonly metrics: ImageMetrics,
   ) {

@@ -1,10 +1,14 @@
-import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
 import type { Database, ResumableUploadRow } from '../../db/schema.js';
-import type { ResumableBytes } from '../storage/resumable-bytes.js';
+import { resumableRefused } from '../errors.js';
 import type { ServiceContext } from './context.js';
+import { holdResumableLock } from './resumable-locks.js';
+import { RESUMABLE_UPLOAD_COLUMNS } from './resumable-rows.js';
 import { authorizeUpload, commitUpload, type StoredFile } from './uploads.js';
+
+export { findResumable } from './resumable-rows.js';
 
 /**
  * Resumable uploads, free of the tus wire format: their state in PostgreSQL (so any instance
@@ -21,26 +25,7 @@ export interface ResumableTarget {
   readonly metadata: Record<string, string | null>;
 }
 
-/** Every column of the row, by name: a prepared statement keeps its result when a migration adds a column. */
-const RESUMABLE_UPLOAD_COLUMNS = [
-  'upload_id',
-  'app_id',
-  'bucket_id',
-  'file_name',
-  'alive_days',
-  'size_bytes',
-  'offset_bytes',
-  'metadata',
-  'created_at',
-  'expires_at',
-  'lock_token',
-  'locked_until',
-  'lock_count',
-  'completing_since',
-] as const;
-
 export interface ResumableContext extends ServiceContext {
-  readonly resumable: ResumableBytes;
   /** An incomplete upload expires this long after its last PATCH. */
   readonly expiryMs: number;
 }
@@ -68,26 +53,27 @@ export async function createResumable(ctx: ResumableContext, uploadId: string, t
     .executeTakeFirstOrThrow();
 }
 
-/** The upload, expired or not; undefined once it is gone, or being turned into a file. */
-export async function findResumable(db: Kysely<Database>, uploadId: string): Promise<ResumableUploadRow | undefined> {
-  return db.selectFrom('resumable_uploads').select(RESUMABLE_UPLOAD_COLUMNS).where('upload_id', '=', uploadId).where('completing_since', 'is', null).executeTakeFirst();
-}
-
 /**
  * Appends a PATCH body. Whatever happens to the request, the bytes that reached the store durably
  * are recorded as the new offset (a dropped connection resumes after them), and the expiry moves on.
  * Given the token of the lock the request holds, the same update releases it: one commit less per PATCH.
  * `bodyBytes` is the request's declared length, when it has one.
  */
-export async function appendResumable(
+async function appendResumable(
   ctx: ResumableContext,
   row: ResumableUploadRow,
   source: Readable,
   request: { lockToken?: string; bodyBytes?: number } = {},
 ): Promise<{ offset: number; expiresAt: Date }> {
   const { lockToken, bodyBytes } = request;
-  // The row's lock count is this request's only when the row was read under its lock.
-  const offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, { bodyBytes, lockCount: lockToken ? row.lock_count : undefined });
+  let offset: number;
+  try {
+    // The row's lock count is this request's only when the row was read under its lock.
+    offset = await ctx.resumable.append(row.upload_id, row.offset_bytes, source, { bodyBytes, lockCount: lockToken ? row.lock_count : undefined });
+  } catch (error) {
+    await throwIfGone(ctx, row.upload_id);
+    throw error;
+  }
   const expiresAt = new Date(Date.now() + ctx.expiryMs);
   // Under a lock, the offset is this request's to record only while the lock is still its own (a
   // lease lost in a stall may have let another request write since), and recording it gives the
@@ -98,16 +84,51 @@ export async function appendResumable(
     .where('upload_id', '=', row.upload_id)
     .$if(lockToken !== undefined, (query) => query.where('lock_token', '=', lockToken!))
     .executeTakeFirst();
-  if (lockToken && updated.numUpdatedRows === 0n) throw new ResumableLockLost(row.upload_id);
+  if (updated.numUpdatedRows === 0n) {
+    await throwIfGone(ctx, row.upload_id);
+    // The lease ran out in a stall and another request took the lock: it may have written since.
+    // The client asks HEAD for the offset and sends the rest again, as after any 423.
+    if (lockToken) throw resumableRefused.locked();
+  }
   return { offset, expiresAt };
 }
 
-/** The request's lease on an upload ran out and another request took it: its offset was not recorded. */
-export class ResumableLockLost extends Error {
-  constructor(readonly uploadId: string) {
-    super(`The lock on resumable upload ${uploadId} was lost before its offset was recorded.`);
-    this.name = 'ResumableLockLost';
-  }
+/**
+ * The upload was deleted while a request wrote to it (its bucket or app went, or it was
+ * terminated): what the request may have stored after the deletion removed the bytes is removed
+ * too, and the request is refused as for an upload that does not exist.
+ */
+async function throwIfGone(ctx: ResumableContext, uploadId: string): Promise<void> {
+  const row = await ctx.db.selectFrom('resumable_uploads').select('upload_id').where('upload_id', '=', uploadId).executeTakeFirst();
+  if (row) return;
+  await ctx.resumable.remove([uploadId]).catch((error: unknown) => ctx.log.error({ err: error }, 'resumable upload bytes were not removed'));
+  throw resumableRefused.notFound();
+}
+
+/**
+ * Within a deletion's transaction: the incomplete uploads into `bucketIds`, and those begun by
+ * `appId` when it is the app being deleted, lose their rows; their ids are returned so that their
+ * bytes are removed once the transaction has committed.
+ */
+export async function takeResumablesOf(trx: Kysely<Database>, owners: { bucketIds: readonly number[]; appId?: string }): Promise<string[]> {
+  if (owners.bucketIds.length === 0 && owners.appId === undefined) return [];
+  const rows = await trx
+    .deleteFrom('resumable_uploads')
+    .where((eb) =>
+      eb.or([
+        ...(owners.bucketIds.length > 0 ? [eb('bucket_id', 'in', owners.bucketIds)] : []),
+        ...(owners.appId !== undefined ? [eb('app_id', '=', owners.appId)] : []),
+      ]),
+    )
+    .returning('upload_id')
+    .execute();
+  return rows.map((row) => row.upload_id);
+}
+
+/** After a deletion has committed: the bytes of the uploads it took. A failure is the orphan sweep's to finish. */
+export async function dropResumableBytes(ctx: ServiceContext, uploadIds: readonly string[]): Promise<void> {
+  if (uploadIds.length === 0) return;
+  await ctx.resumable.remove(uploadIds).catch((error: unknown) => ctx.log.error({ err: error, count: uploadIds.length }, 'resumable upload bytes were not removed'));
 }
 
 /** Termination, expiry, or the end of a completion: state first, then bytes. */
@@ -150,76 +171,71 @@ export async function completeResumable(ctx: ResumableContext, uploadId: string)
   }
 }
 
-/** Incomplete uploads past their expiry, removed in batches; several instances may sweep at once. */
-export async function sweepExpiredResumables(ctx: ResumableContext, batchSize = 500): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const { rows } = await sql<{ upload_id: string }>`
-      DELETE FROM resumable_uploads WHERE upload_id IN (
-        SELECT upload_id FROM resumable_uploads WHERE expires_at <= now()
-          AND (locked_until IS NULL OR locked_until < now())
-        ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED)
-      RETURNING upload_id`.execute(ctx.db);
-    const ids = rows.map((r) => r.upload_id);
-    await ctx.resumable.remove(ids).catch((error: unknown) => ctx.log.error({ err: error, count: ids.length }, 'resumable upload bytes were not removed'));
-    removed += ids.length;
-    if (rows.length < batchSize) return removed;
-  }
+
+/** What one PATCH (or a creation with its first bytes) brings, as the request declared it. */
+export interface ResumablePatch {
+  /** Where its bytes start: the client's Upload-Offset. */
+  readonly offset: number;
+  readonly source: Readable;
+  /** The declared length of its body, when it has one. */
+  readonly bodyBytes?: number;
+  /** Aborts once the client has gone away: waiting for the lock stops. */
+  readonly signal?: AbortSignal;
+  /** Waits for the uploading app's turn (per-app admission), once the lock names the app. */
+  readonly admit?: (appId: string) => Promise<void>;
 }
 
-/** Bytes younger than this are never judged orphans: their upload may be being created or completed. */
-const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
+export interface PatchOutcome {
+  readonly offset: number;
+  readonly size: number;
+  readonly expiresAt: Date;
+}
 
 /**
- * Removes stored bytes of uploads that have no state (a crash between the two), once they are
- * older than `olderThanMs`; page by page.
+ * Appends a request's bytes under the upload's lock; once the offset reaches the size, the caller
+ * completes it (completeResumable). Refusals: 404 (unknown, or being completed), 410 (expired),
+ * 409 (another offset), 413 (more bytes than the upload has left), 423 (locked by another request).
  */
-export async function sweepOrphanResumables(ctx: ResumableContext, olderThanMs = ORPHAN_MIN_AGE_MS): Promise<number> {
-  const cutoff = Date.now() - olderThanMs;
-  let removed = 0;
-  for await (const page of ctx.resumable.list()) {
-    const old = page.filter((entry) => entry.modifiedAt.getTime() < cutoff).map((entry) => entry.id);
-    if (old.length === 0) continue;
-    const rows = await ctx.db.selectFrom('resumable_uploads').select('upload_id').where('upload_id', 'in', old).execute();
-    const known = new Set(rows.map((row) => row.upload_id));
-    const orphans = old.filter((id) => !known.has(id));
-    await ctx.resumable.remove(orphans);
-    removed += orphans.length;
+export async function appendToResumable(ctx: ResumableContext, uploadId: string, patch: ResumablePatch): Promise<PatchOutcome> {
+  const lock = await holdResumableLock(ctx, uploadId, patch.signal);
+  const { row } = lock;
+  let appended: { offset: number; expiresAt: Date };
+  let exceeded: () => boolean;
+  try {
+    if (row.expires_at.getTime() <= Date.now()) throw resumableRefused.gone();
+    if (row.offset_bytes !== patch.offset) throw resumableRefused.offsetConflict();
+    await patch.admit?.(row.app_id);
+    const left = row.size_bytes - row.offset_bytes;
+    if (patch.bodyBytes !== undefined && patch.bodyBytes > left) throw resumableRefused.tooLong();
+    const limited = atMost(patch.source, left);
+    exceeded = () => limited.exceeded;
+    appended = await appendResumable(ctx, row, limited, { lockToken: lock.token, bodyBytes: patch.bodyBytes });
+    lock.givenBack();
+  } finally {
+    await lock.release();
   }
-  return removed;
+  // The bytes up to the end are kept (a client that asks HEAD resumes after them), the rest refused.
+  if (exceeded()) throw resumableRefused.tooLong();
+  return { offset: appended.offset, size: row.size_bytes, expiresAt: appended.expiresAt };
 }
 
-/** How long a lock holds without renewal: an instance that dies mid-PATCH blocks its upload at most this long. */
-export const LOCK_LEASE_MS = 10_000;
-const leaseEnd = sql<Date>`now() + ${`${LOCK_LEASE_MS} milliseconds`}::interval`;
-
-/**
- * Takes the upload's lock if it is free (or its lease ran out); the row when taken. A lease in the
- * row rather than a held connection or advisory lock: a PATCH streams for minutes, and the
- * embedded database has a single connection.
- */
-export async function tryLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<ResumableUploadRow | 'busy' | 'missing'> {
-  const row = await db
-    .updateTable('resumable_uploads')
-    .set({ lock_token: lockToken, locked_until: leaseEnd, lock_count: sql<number>`lock_count + 1` })
-    .where('upload_id', '=', uploadId)
-    .where((eb) => eb.or([eb('lock_token', 'is', null), eb('locked_until', '<', sql<Date>`now()`), eb('lock_token', '=', lockToken)]))
-    .returning(RESUMABLE_UPLOAD_COLUMNS)
-    .executeTakeFirst();
-  if (row) return row;
-  return (await findResumable(db, uploadId)) ? 'busy' : 'missing';
-}
-
-/** Extends a lock the token still holds; never takes one that was released meanwhile. */
-export async function renewLockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<void> {
-  await db.updateTable('resumable_uploads').set({ locked_until: leaseEnd }).where('upload_id', '=', uploadId).where('lock_token', '=', lockToken).execute();
-}
-
-export async function unlockResumable(db: Kysely<Database>, uploadId: string, lockToken: string): Promise<void> {
-  await db
-    .updateTable('resumable_uploads')
-    .set({ lock_token: null, locked_until: null })
-    .where('upload_id', '=', uploadId)
-    .where('lock_token', '=', lockToken)
-    .execute();
+/** Passes on at most `limit` bytes of `source`; past them it ends it, as a client that went away would. */
+function atMost(source: Readable, limit: number): Readable & { exceeded: boolean } {
+  let passed = 0;
+  const limited = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (passed + chunk.length <= limit) {
+        passed += chunk.length;
+        return done(null, chunk);
+      }
+      limited.exceeded = true;
+      if (passed < limit) this.push(chunk.subarray(0, limit - passed));
+      passed = limit;
+      done(new Error('more bytes than the upload has left'));
+    },
+  }) as Transform & { exceeded: boolean };
+  limited.exceeded = false;
+  source.on('error', (error) => limited.destroy(error));
+  source.pipe(limited);
+  return limited;
 }

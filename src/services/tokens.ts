@@ -27,9 +27,35 @@ const tokenApp = compiledOnce((db, tokenHash: string, now: Date) =>
   db.selectFrom('access_tokens').select('app_id').where('token_hash', '=', tokenHash).where('expires_at', '>', now),
 );
 
+type TokenRows = Promise<Array<{ app_id: string }>>;
+/** Per database: lookups of a token that have been asked for but not sent yet. */
+const unsent = new WeakMap<Kysely<Database>, Map<string, TokenRows>>();
+
+/**
+ * The rows for a token hash, shared by the requests that ask for it before the query is sent: a
+ * burst of requests with one token (hundreds at once from one app) costs the pool one query rather
+ * than one each. The query goes out once this turn of the event loop has read its requests
+ * (setImmediate), and nobody joins it afterwards, so an answer never predates its request: a token
+ * revoked before a request arrived is refused.
+ */
+function lookUp(db: Kysely<Database>, tokenHash: string): TokenRows {
+  let lookups = unsent.get(db);
+  if (!lookups) unsent.set(db, (lookups = new Map()));
+  let rows = lookups.get(tokenHash);
+  if (!rows) {
+    const waiting = lookups;
+    rows = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      waiting.delete(tokenHash);
+      return tokenApp(db, tokenHash, new Date());
+    });
+    lookups.set(tokenHash, rows);
+  }
+  return rows;
+}
+
 /** The app a live token belongs to; a bad, expired or revoked token is refused. */
 export async function appForToken(db: Kysely<Database>, accessToken: string): Promise<string> {
-  const [row] = await tokenApp(db, hashSecret(accessToken), new Date());
+  const [row] = await lookUp(db, hashSecret(accessToken));
   if (!row) throw refused.invalidToken();
   return row.app_id;
 }

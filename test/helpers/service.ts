@@ -149,7 +149,7 @@ export async function startService(t: Test, options: ServiceOptions = {}): Promi
     logs,
     token,
     listen: () => app.listen({ port: 0, host: '127.0.0.1' }),
-    context: () => ({ db: app.db, storage: app.storage, log: app.log }),
+    context: () => ({ db: app.db, storage: app.storage, resumable: app.resumable.resumable, log: app.log }),
     newApp: async () => {
       const credentials = await createApp(database.db);
       return { ...credentials, token: await token(credentials.appId, credentials.appSecret) };
