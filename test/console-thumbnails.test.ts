@@ -1,4 +1,4 @@
-import t, { type Test } from 'tap';
+import tap, { type Test } from 'tap';
 import sharp from 'sharp';
 import { buildConsole, CONSOLE_TEST_ENV, openBrowser, type BrowserRun } from './helpers/browser.js';
 import { startService } from './helpers/service.js';
@@ -13,8 +13,12 @@ function picture(width: number, height: number, colours: [string, string], shape
   return sharp(Buffer.from(svg)).toBuffer();
 }
 
+/** One build of the console for both tests: it takes seconds. */
+let built: Promise<string> | undefined;
+
 async function setup(t: Test, viewport?: { width: number; height: number }) {
-  const service = await startService(t, { consoleDir: await buildConsole(t), env: CONSOLE_TEST_ENV });
+  built ??= buildConsole(tap);
+  const service = await startService(t, { consoleDir: await built, env: CONSOLE_TEST_ENV });
   const base = await service.listen();
   const app = await service.newApp();
   const auth = { Authorization: `Bearer ${app.token}` };
@@ -52,7 +56,7 @@ async function thumbnails(browser: BrowserRun, count: number) {
   );
 }
 
-t.test('a bucket’s image files have thumbnails from the service, and the preview is screen-sized', async (t) => {
+tap.test('a bucket’s image files have thumbnails from the service, and the preview is screen-sized', async (t) => {
   const { bucket, upload, images, browser, app } = await setup(t);
   const gallery = await bucket('holiday-gallery', true);
   for (const [name, bytes] of Object.entries(images)) await upload(gallery, name, bytes);
@@ -115,7 +119,7 @@ t.test('a bucket’s image files have thumbnails from the service, and the previ
   t.same(problems, [], 'no console error, page error, failed request or request to another origin');
 });
 
-t.test('thumbnails on a phone', async (t) => {
+tap.test('thumbnails on a phone', async (t) => {
   const { bucket, upload, images, browser, app } = await setup(t, { width: 390, height: 844 });
   // Rows come into view as the list scrolls; their thumbnails are asked for then.
   const gallery = await bucket('phone-gallery', true);
