@@ -6,12 +6,16 @@ ARG NODE_IMAGE=node:26-trixie-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspaces' manifests, so that npm ci links the SDK (the console is built on it) and installs what the CLI needs to build.
+COPY packages/client/package.json ./packages/client/
+COPY packages/cli/package.json ./packages/cli/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY plugins ./plugins
 COPY db ./db
 COPY console ./console
+COPY packages ./packages
 RUN npm run build
 
 # Production dependencies only.

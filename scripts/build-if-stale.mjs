@@ -6,7 +6,7 @@ import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const stamp = path.join(root, 'dist', '.built');
-const sources = ['src', 'plugins', 'db', 'console'];
+const sources = ['src', 'plugins', 'db', 'console', 'packages/client/src', 'packages/cli/src'];
 const configs = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
 
 function newest(entry) {

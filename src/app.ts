@@ -31,7 +31,7 @@ import serviceRoutes from './http/service.js';
 import tokenRoutes from './http/tokens.js';
 import uploadRoutes from './http/upload.js';
 import { redactUrl } from './log-redaction.js';
-import { createStorage } from './storage/create-store.js';
+import { createBackend } from './storage/backends.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -93,9 +93,9 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   await fastify.register(unreadBodiesPlugin);
   await fastify.register(corsPlugin);
   await fastify.register(dbPlugin, { database });
-  const storage = await createStorage(config);
-  await fastify.register(storagePlugin, { storage: storage.blobs });
-  await fastify.register(resumablePlugin, { bytes: storage.resumable });
+  const backend = await createBackend(config);
+  await fastify.register(storagePlugin, { storage: backend.blobs });
+  await fastify.register(resumablePlugin, { bytes: backend.resumable });
   await fastify.register(downloadCounterPlugin);
   await fastify.register(metricsPlugin, { database });
   await fastify.register(admissionPlugin);

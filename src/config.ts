@@ -1,6 +1,5 @@
 import path from 'node:path';
-import type { CorsOrigins } from './http/cors.js';
-import { INSTANCE_ID, newInstanceId } from './storage/blob-store.js';
+import { INSTANCE_ID, newInstanceId } from './instance-id.js';
 import { ConfigError, flag, integer, optional, type Env } from './config-readers.js';
 import { imageConfig, type ImageConfig } from './image-config.js';
 import { s3Config, storageBackend, type S3Config } from './s3-config.js';
@@ -8,6 +7,9 @@ import { s3Config, storageBackend, type S3Config } from './s3-config.js';
 export { ConfigError } from './config-readers.js';
 export type { S3Config } from './s3-config.js';
 export type { ImageConfig } from './image-config.js';
+
+/** Origins of browser apps that may call the API: `*` for any, else the exact origins allowed. */
+export type CorsOrigins = '*' | readonly string[];
 
 export interface BootstrapApp {
   readonly appId: string;

@@ -159,7 +159,8 @@ export const problems = {
   badFieldName: 'A form field has a name that is not allowed.',
   unreadableMultipart: 'The multipart body could not be read.',
   bodyTooLarge: 'The request body is larger than the service accepts.',
-  unsupportedBody: 'The request body must be application/x-www-form-urlencoded (multipart/form-data for UploadFile).',
+  unsupportedBody: 'The request body must be application/x-www-form-urlencoded or application/json (multipart/form-data for UploadFile).',
+  jsonNotObject: 'The JSON body must be one object of the operation’s fields.',
   unreadableBody: (detail: string) => `The request could not be read: ${detail}`,
   badPercentEncoding: 'The request path is not valid percent-encoding.',
   unreadableHttp: 'The HTTP request could not be read.',
@@ -180,6 +181,7 @@ export const invalid = {
   fileTooLarge: (maxBytes: number) => invalidInput([problems.fileTooLarge(maxBytes)], 413),
   bodyTooLarge: () => invalidInput([problems.bodyTooLarge], 413),
   unsupportedBody: () => invalidInput([problems.unsupportedBody], 415),
+  jsonNotObject: () => invalidInput([problems.jsonNotObject], 400),
   unreadableBody: (detail: string) => invalidInput([problems.unreadableBody(detail)], 400),
   badPercentEncoding: () => invalidInput([problems.badPercentEncoding], 400),
 };

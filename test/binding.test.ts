@@ -89,6 +89,7 @@ t.test('operations answer on their …Try alias and on any casing of the path', 
     method: 'GET',
     summary: 'test',
     params: { BucketId: field.integer({ minimum: 1, maximum: 10 }) },
+    example: { request: { BucketId: 3 }, response: { BucketId: 3, Message: 'ok' } },
     handler: async ({ BucketId }) => ({ BucketId, Message: 'ok' }),
   });
   defineOperation(fastify, {
@@ -96,6 +97,7 @@ t.test('operations answer on their …Try alias and on any casing of the path', 
     method: 'POST',
     summary: 'test',
     params: { BucketId: field.integer({ minimum: 1, maximum: 10 }), OpenToRead: field.boolean() },
+    example: { request: { BucketId: 4, OpenToRead: true }, response: { BucketId: 4, OpenToRead: true, Message: 'changed' } },
     handler: async (params) => ({ ...params, Message: 'changed' }),
   });
   t.teardown(() => fastify.close());
@@ -144,8 +146,9 @@ t.test('the legacy binding holds only in its own context; other routes keep Fast
   t.same(json.json(), { echoed: { a: 1 } }, 'JSON bodies are read outside the /API context');
 
   t.same((await fastify.inject({ url: '/API/Legacy?n=abc' })).json(), { n: 'abc', extra: 'kept' }, 'inside it, the schema neither validates nor shapes');
-  const refused = await fastify.inject({ method: 'POST', url: '/API/LegacyPost', payload: { a: 1 } });
-  t.equal(refused.statusCode, 415, 'JSON is not part of the protocol');
+  t.same((await fastify.inject({ method: 'POST', url: '/API/LegacyPost', payload: { a: 1 } })).json(), { body: { a: 1 } }, 'JSON objects are fields there too');
+  const refused = await fastify.inject({ method: 'POST', url: '/API/LegacyPost', payload: 'a=1', headers: { 'content-type': 'text/plain' } });
+  t.equal(refused.statusCode, 415, 'plain text is not part of the protocol');
   t.equal(refused.json().Code, -10);
   const form = await fastify.inject({ method: 'POST', url: '/API/LegacyPost', payload: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   t.same(form.json(), { body: { a: '1' } }, 'form bodies are');

@@ -227,8 +227,10 @@ t.test('a person signs in, manages buckets and files, and signs out', async (t) 
 });
 
 t.test('on a phone, with 10,000 files and a token that must be renewed while in use', async (t) => {
-  // A token that lives 62 s is renewed by the console's next request after 2 s (it renews 60 s ahead).
-  const shortLived = await startService(t, { consoleDir: await buildConsole(t), env: { ...CONSOLE_TEST_ENV, TOKEN_LIFETIME_SECONDS: '62' } });
+  // The console's client (the SDK) renews a token when a quarter of its lifetime is left (at most a
+  // minute ahead), its lifetime measured on the service's clock in whole seconds (so up to one less):
+  // a token of 6 s is renewed by the console's first request after 4.5 s, before its DeadTime.
+  const shortLived = await startService(t, { consoleDir: await buildConsole(t), env: { ...CONSOLE_TEST_ENV, TOKEN_LIFETIME_SECONDS: '6' } });
   const origin = await shortLived.listen();
   const app = await shortLived.newApp();
   const created = await fetch(`${origin}/API/CreateBucket`, {
@@ -260,7 +262,7 @@ t.test('on a phone, with 10,000 files and a token that must be renewed while in 
   const firstToken = (await page.evaluate('Object.values(sessionStorage)[0]')) as string;
   await screenshot('06-phone-bucket-list', { fullPage: false });
 
-  await new Promise((resolve) => setTimeout(resolve, 2500));
+  await new Promise((resolve) => setTimeout(resolve, 4600));
   await byName('link', 'big-archive').click();
   await page.getByText('10000 file(s)').waitFor();
   t.equal(await page.locator('tbody tr').count(), 100, 'one page of rows at a time');

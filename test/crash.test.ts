@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { connectDatabase } from '../db/connect.js';
-import { ORPHAN_MIN_AGE_MS } from '../src/jobs/orphan-sweep.js';
+import { ORPHAN_MIN_AGE_MS } from '../src/services/orphans.js';
 import { serverData, startServerProcess, waitFor, type ServerProcess } from './helpers/process.js';
 import { upload, type UploadResult } from './helpers/upload.js';
 

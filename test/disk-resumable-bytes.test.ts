@@ -5,8 +5,8 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { DiskResumableBytes } from '../src/storage/disk-resumable-bytes.js';
-import { DiskStore } from '../src/storage/disk-store.js';
+import { DiskResumableBytes } from '../src/storage/disk/resumable-bytes.js';
+import { DiskStore } from '../src/storage/disk/store.js';
 
 /** An id as the service makes them. */
 const ID = randomBytes(16).toString('hex');

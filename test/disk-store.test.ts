@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import { DiskStore, type DiskStoreOptions } from '../src/storage/disk-store.js';
+import { DiskStore, type DiskStoreOptions } from '../src/storage/disk/store.js';
 import { blobStoreContract, randomChunks, streamOf } from './helpers/blob-store-contract.js';
 import { onSmallDisk, whyNoSmallDisk } from './helpers/small-disk.js';
 import { putBytes, storedKeys } from './helpers/stored-files.js';

@@ -80,7 +80,7 @@ t.test('/docs/json lists every operation of the specification with its parameter
   t.same(
     uploadFile?.parameters?.map((p) => [p.name, p.in, p.required]),
     [
-      ['AccessToken', 'query', true],
+      ['AccessToken', 'query', false],
       ['BucketId', 'query', true],
       ['AliveDays', 'query', true],
     ],
@@ -90,6 +90,11 @@ t.test('/docs/json lists every operation of the specification with its parameter
   t.same(successFields(uploadFile!), ['Code', 'Message', 'FileKey', 'Path']);
 
   for (const url of ['/', '/health', '/ready', '/metrics']) t.ok(spec.paths[url]?.get, `GET ${url} is listed`);
+  for (const name of ['CreateBucket', 'EditBucket', 'DeleteBucket', 'DeleteFile', 'DeleteApp', 'AccessToken']) {
+    const body = spec.paths[`/API/${name}`]?.post?.requestBody?.content;
+    t.same(Object.keys(body ?? {}), ['application/json', FORM], `POST /API/${name} takes JSON and forms`);
+    t.same(body?.['application/json']?.schema, body?.[FORM]?.schema, 'of the same fields');
+  }
   t.ok(spec.paths['/Admin/CreateApp']?.post, 'POST /Admin/CreateApp is listed');
   t.notOk(Object.keys(spec.paths).some((url) => url.startsWith('/docs')), 'the documentation does not list itself');
 });
@@ -111,4 +116,77 @@ t.test('the documented schemas are not enforced: binding keeps its own texts', a
   const service = await startService(t);
   const response = await service.app.inject({ url: '/API/ViewBucketDetail?bucketid=abc&Extra=1' });
   t.same(response.json(), { Code: -10, Message: 'Your input contains several errors!', Items: ["The value 'abc' is not valid for BucketId."] });
+});
+
+interface DocumentedOperation {
+  operationId?: string;
+  deprecated?: boolean;
+  tags?: string[];
+  summary?: string;
+  description?: string;
+  security?: Array<Record<string, string[]>>;
+  parameters?: Array<{ name: string; in: string; example?: unknown }>;
+  requestBody?: { content: Record<string, { example?: unknown }> };
+  responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { example?: unknown; examples?: Record<string, { value: unknown }> }> }>;
+}
+
+t.test('/docs/json is good enough to generate a client from', async (t) => {
+  const service = await startService(t, { env: { ADMIN_KEY: 'admin-key-0123456789abcdef' } });
+  const spec = (await service.app.inject({ url: '/docs/json' })).json() as {
+    paths: Record<string, Record<string, DocumentedOperation>>;
+    components: { securitySchemes: Record<string, { type: string; scheme: string }> };
+  };
+  const operations = Object.entries(spec.paths).flatMap(([url, methods]) => Object.entries(methods).map(([method, operation]) => ({ url, method, operation })));
+
+  const ids = operations.map(({ operation }) => operation.operationId);
+  t.notOk(ids.includes(undefined), 'every operation has an operationId');
+  t.same(ids.filter((id, index) => ids.indexOf(id) !== index), [], 'and no two share one');
+
+  t.same(spec.components.securitySchemes.AccessToken, { type: 'http', scheme: 'bearer', description: String(spec.components.securitySchemes.AccessToken && (spec.components.securitySchemes.AccessToken as { description?: string }).description) });
+  for (const { url, method, operation } of operations) {
+    const takesToken = operation.parameters?.some((p) => p.name === 'AccessToken');
+    if (takesToken) t.same(operation.security, [{ AccessToken: [] }], `${method} ${url} can take its token from Authorize`);
+
+    const examples = [
+      ...Object.values(operation.responses).flatMap((response) => Object.values(response.content ?? {}).map((media) => media.example ?? media.examples)),
+      ...Object.values(operation.requestBody?.content ?? {}).map((media) => media.example),
+      ...(operation.parameters ?? []).map((p) => p.example),
+    ].filter((example) => example !== undefined);
+    const bodiless = Object.values(operation.responses).every((response) => !response.content);
+    t.ok(examples.length > 0 || bodiless, `${method.toUpperCase()} ${url} has examples`);
+  }
+
+  const aliases = operations.filter(({ url }) => url.startsWith('/API/') && url.endsWith('Try'));
+  t.same(aliases.map(({ url }) => url).sort(), ['/API/ViewAllFilesTry', '/API/ViewBucketDetailTry', '/API/ViewMultiFilesTry', '/API/ViewMyBucketsTry', '/API/ViewOneFileTry']);
+  for (const { url, operation } of aliases) {
+    t.equal(operation.deprecated, true, `${url} is deprecated`);
+    t.same(operation.tags, ['Try aliases'], `${url} is listed apart`);
+  }
+  t.notOk(operations.some(({ url, operation }) => !url.endsWith('Try') && operation.deprecated), 'nothing else is deprecated');
+
+  const tus = operations.filter(({ url }) => url.startsWith('/API/ResumableUpload'));
+  t.same(tus.map(({ url, method }) => `${method} ${url}`).sort(), [
+    'delete /API/ResumableUpload/{id}',
+    'head /API/ResumableUpload/{id}',
+    'options /API/ResumableUpload',
+    'options /API/ResumableUpload/{id}',
+    'patch /API/ResumableUpload/{id}',
+    'post /API/ResumableUpload',
+  ]);
+  const summaries = tus.map(({ operation }) => operation.summary);
+  t.equal(new Set(summaries).size, tus.length, 'each tus request is described on its own');
+  const header = (method: string, url: string, name: string) => spec.paths[url]?.[method]?.parameters?.some((p) => p.in === 'header' && p.name === name);
+  t.ok(header('post', '/API/ResumableUpload', 'Upload-Length') && header('post', '/API/ResumableUpload', 'Upload-Metadata'), 'creation takes Upload-Length and Upload-Metadata');
+  t.ok(header('patch', '/API/ResumableUpload/{id}', 'Upload-Offset'), 'a PATCH takes Upload-Offset');
+  t.ok(spec.paths['/API/ResumableUpload']?.post?.responses['201']?.headers?.Location, 'creation answers a Location');
+  t.ok(spec.paths['/API/ResumableUpload/{id}']?.patch?.responses['204']?.headers?.['Upload-File-Key'], 'the last PATCH answers the FileKey');
+  t.ok(spec.paths['/API/ResumableUpload/{id}']?.patch?.requestBody?.content['application/offset+octet-stream'], 'PATCH bodies are offset+octet-stream');
+
+  const secret = spec.paths['/Secret/Generate']?.get;
+  t.same(secret?.parameters?.filter((p) => p.in === 'query').map((p) => p.name), ['AccessToken', 'Id', 'MaxUseTimes']);
+  for (const url of ['/Download/FromKey/{key}', '/Download/FromSecret', '/{bucket}/{file}']) {
+    t.ok(header('get', url, 'Range'), `${url} takes Range`);
+    t.ok(spec.paths[url]?.get?.responses['206'] && spec.paths[url]?.get?.responses['416'], `${url} answers ranges`);
+    t.ok(spec.paths[url]?.head, `${url} answers HEAD`);
+  }
 });

@@ -116,7 +116,21 @@ t.test('the battery', async (t) => {
   });
 
   // Protocol: wrong content types, malformed bodies, odd methods and paths.
-  add('JSON body', () => inject({ method: 'POST', url: '/API/CreateBucket', payload: '{"AccessToken":"x"}', headers: { 'content-type': 'application/json' } }), { status: 415, Code: -10 });
+  const json = (url: string, payload: string) => () => inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } });
+  add('JSON body missing fields', json('/API/CreateBucket', '{"AccessToken":"x"}'), {
+    status: 200,
+    Code: -10,
+    Items: ['The BucketName field is required.', 'The OpenToRead field is required.', 'The OpenToUpload field is required.'],
+  });
+  add('malformed JSON', json('/API/CreateBucket', '{"AccessToken":'), { status: 400, Code: -10, Items: ['The JSON body must be one object of the operation’s fields.'] });
+  add('a JSON array', json('/API/DeleteFile', '[{"FileKey":1}]'), { status: 400, Code: -10 });
+  add('a JSON string', json('/API/DeleteFile', '"FileKey=1"'), { status: 400, Code: -10 });
+  add('JSON nested 100,000 deep', json('/API/DeleteFile', `{"FileKey":${'['.repeat(100_000)}${']'.repeat(100_000)}}`), { status: 200, Code: -10 });
+  add('JSON __proto__ field', json('/API/DeleteFile', '{"__proto__":{"AccessToken":"x"},"constructor":{"prototype":{"FileKey":1}}}'), {
+    status: 200,
+    Code: -10,
+    Items: ['The AccessToken field is required.', 'The FileKey field is required.'],
+  });
   add('text body', () => inject({ method: 'POST', url: '/API/DeleteFile', payload: 'AccessToken=x', headers: { 'content-type': 'text/plain' } }), { status: 415, Code: -10 });
   add('XML body', () => inject({ method: 'POST', url: '/API/DeleteFile', payload: '<x/>', headers: { 'content-type': 'application/xml' } }), { status: 415, Code: -10 });
   add('multipart to a form operation', () => inject({ method: 'POST', url: '/API/DeleteFile', payload: '--b--\r\n', headers: { 'content-type': 'multipart/form-data; boundary=b' } }), { status: 415, Code: -10 });

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import sharp from 'sharp';
-import { sweepOrphans, sweepOrphanVariants } from '../src/jobs/orphan-sweep.js';
+import { sweepOrphans, sweepOrphanVariants } from '../src/services/orphans.js';
 import { sweepExpired } from '../src/services/expiry.js';
 import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { download } from './helpers/download.js';
@@ -125,7 +125,7 @@ t.test('the orphan sweep removes variants left without their file, and variant b
   const [row] = await variantRows(service, fileKey);
   // The file's row gone without dropBytes, as after a crash between the two.
   const { storage_key } = await service.app.db.deleteFrom('files').where('file_key', '=', fileKey).returning('storage_key').executeTakeFirstOrThrow();
-  t.equal(await sweepOrphanVariants(service.app.db, service.app.storage), 1);
+  t.equal(await sweepOrphanVariants(service.app), 1);
   t.same(await service.app.db.selectFrom('image_variants').selectAll().where('variant_key', '=', row!.variant_key).execute(), []);
   t.equal(await readBytes(service.app.storage, row!.variant_key), undefined, 'its bytes are gone');
 
@@ -134,12 +134,12 @@ t.test('the orphan sweep removes variants left without their file, and variant b
   await service.app.images!.settled();
   const [keptRow] = await variantRows(service, kept.fileKey);
   const unrecorded = await putBytes(service.app.storage, Buffer.from('a variant whose row was never written'));
-  await sweepOrphans(service.app.db, service.app.storage, 0);
+  await sweepOrphans(service.app, 0);
   const left = await storedKeys(service.app.storage);
   t.notOk(left.includes(unrecorded), 'bytes without a row are removed');
   t.notOk(left.includes(storage_key), 'so are the orphaned file’s own');
   t.ok(left.includes(keptRow!.variant_key), 'a recorded variant is kept');
-  t.equal(await sweepOrphanVariants(service.app.db, service.app.storage), 0, 'nothing more to sweep');
+  t.equal(await sweepOrphanVariants(service.app), 0, 'nothing more to sweep');
 });
 
 t.test('IMAGE_CACHE_BYTES: the least recently served variants go first', async (t) => {

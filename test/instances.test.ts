@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import t from 'tap';
 import { connectDatabase } from '../db/connect.js';
 import { loadConfig } from '../src/config.js';
-import { createStorage } from '../src/storage/create-store.js';
+import { createBackend } from '../src/storage/backends.js';
 import { serverUrl } from './helpers/database.js';
 import { serverData, startServerProcess, waitFor, type ServerProcess } from './helpers/process.js';
 import { storedKeys } from './helpers/stored-files.js';
@@ -51,7 +51,7 @@ t.test('a fleet of three instances on one database and one storage folder', { sk
   const data = await serverData(t, 'fleet');
   const env = { ...data.env, BOOTSTRAP_APPS: `${APP.id}:${APP.secret}`, SWEEP_INTERVAL_SECONDS: '1', LOG_LEVEL: 'debug' };
   // The fleet's store as the instances see it, to look at what is stored.
-  const store = (await createStorage(loadConfig(env))).blobs;
+  const store = (await createBackend(loadConfig(env))).blobs;
   // Started together: migrations and app provisioning race, as in a rolling deploy.
   const fleet = await Promise.all([startServerProcess(env), startServerProcess(env), startServerProcess(env)]);
   t.teardown(() => Promise.all(fleet.map((server) => server.stop())));

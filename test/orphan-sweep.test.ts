@@ -2,7 +2,7 @@ import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { ORPHAN_MIN_AGE_MS, sweepOrphans } from '../src/jobs/orphan-sweep.js';
+import { ORPHAN_MIN_AGE_MS, sweepOrphans } from '../src/services/orphans.js';
 import { createBucket } from './helpers/buckets.js';
 import { diskStoreOf, onlyOnDisk, startService } from './helpers/service.js';
 import { incompleteWrites, putBytes, storedKeys, storeFile } from './helpers/stored-files.js';
@@ -32,10 +32,10 @@ t.test('old incomplete writes and old unreferenced objects go; referenced and yo
   await leftover(path.join(store.tmpDir, 'aaaa.part'), true);
   await leftover(path.join(store.tmpDir, 'bbbb.part'), false);
 
-  t.same(await sweepOrphans(service.app.db, store), { incompleteWritesRemoved: 1, objectsRemoved: 1 });
+  t.same(await sweepOrphans({ db: service.app.db, storage: store }), { incompleteWritesRemoved: 1, objectsRemoved: 1 });
   t.same(await incompleteWrites(store), ['bbbb'], 'an upload in progress is never touched');
   t.same(await storedKeys(store), [kept.storageKey, youngOrphan].sort(), 'bytes with a row stay, however old, and young bytes about to get their row stay');
-  t.same(await sweepOrphans(service.app.db, store), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'a second sweep finds nothing');
+  t.same(await sweepOrphans({ db: service.app.db, storage: store }), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'a second sweep finds nothing');
 });
 
 t.test('the sweep runs at start-up', { skip: backdates }, async (t) => {
@@ -60,7 +60,7 @@ t.test('a sweep never touches a file being uploaded', async (t) => {
   const slow = upload({ baseUrl, before: { AccessToken: owner.token, BucketId: bucketId, AliveDays: 1 }, size: 8 * 1024 * 1024, chunkDelayMs: 5 });
   for (let i = 0; i < 100 && (await incompleteWrites(store)).length === 0; i++) await sleep(10);
   t.equal((await incompleteWrites(store)).length, 1, 'the upload is streaming in');
-  t.same(await sweepOrphans(service.app.db, store), { incompleteWritesRemoved: 0, objectsRemoved: 0 });
+  t.same(await sweepOrphans({ db: service.app.db, storage: store }), { incompleteWritesRemoved: 0, objectsRemoved: 0 });
   const result = await slow;
   t.equal(result.body.Code, 0);
   const row = await service.app.db.selectFrom('files').select('sha256').where('file_key', '=', result.body.FileKey as number).executeTakeFirst();

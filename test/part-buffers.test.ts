@@ -1,6 +1,6 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { PartAssembler, PartBuffers, PartSlots } from '../src/storage/part-buffers.js';
+import { PartAssembler, PartBuffers, PartSlots } from '../src/storage/s3/part-buffers.js';
 
 /** Lets every settled promise run its callbacks. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));

@@ -5,7 +5,7 @@ import { Upload } from 'tus-js-client';
 import { serverData, startServerProcess, type ServerProcess } from './helpers/process.js';
 import { s3ServiceEnv, s3TestConfig, testBucketName, whyNoS3 } from './helpers/s3.js';
 import { tusRequest } from './helpers/tus.js';
-import { createS3Client } from '../src/storage/s3-client.js';
+import { createS3Client } from '../src/storage/s3/client.js';
 
 /**
  * A tus-js-client upload of 64 MiB cut by kill -9 of the service mid-PATCH, resumed against the

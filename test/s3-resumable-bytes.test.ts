@@ -5,8 +5,8 @@ import { ListMultipartUploadsCommand, ListPartsCommand, UploadPartCommand } from
 import t from 'tap';
 import { s3TestConfig, startS3Relay, whyNoS3 } from './helpers/s3.js';
 import { finishAndRead, freshBucket, objectKeyOf, resumableLeftovers } from './helpers/s3-resumable.js';
-import { createS3Client } from '../src/storage/s3-client.js';
-import { S3ResumableBytes } from '../src/storage/s3-resumable-bytes.js';
+import { createS3Client } from '../src/storage/s3/client.js';
+import { S3ResumableBytes } from '../src/storage/s3/resumable-bytes.js';
 
 const MiB = 1024 * 1024;
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');

@@ -7,9 +7,9 @@ import { startService, type TestService } from './helpers/service.js';
 import { s3ServiceEnv, s3TestConfig, testBucketName, whyNoS3 } from './helpers/s3.js';
 import { objectKeyOf, resumableLeftovers } from './helpers/s3-resumable.js';
 import { metadata, patchThenDrop, tusRequest } from './helpers/tus.js';
-import { sweepOrphans } from '../src/jobs/orphan-sweep.js';
+import { sweepOrphans } from '../src/services/orphans.js';
 import { sweepExpiredResumables, sweepOrphanResumables } from '../src/services/resumable-sweeps.js';
-import { createS3Client } from '../src/storage/s3-client.js';
+import { createS3Client } from '../src/storage/s3/client.js';
 
 const MiB = 1024 * 1024;
 const OCTETS = 'application/offset+octet-stream';
@@ -129,7 +129,7 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     let sweeps = 0;
     const removed = { incompleteWritesRemoved: 0, objectsRemoved: 0 };
     while (!settled) {
-      const result = await sweepOrphans(a.service.app.db, a.service.app.storage, -60_000);
+      const result = await sweepOrphans({ db: a.service.app.db, storage: a.service.app.storage }, -60_000);
       removed.incompleteWritesRemoved += result.incompleteWritesRemoved;
       removed.objectsRemoved += result.objectsRemoved;
       t.equal(await sweepOrphanResumables(a.service.app.resumable, -60_000), 0);
@@ -189,13 +189,13 @@ t.test('resumable uploads on STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t)
     const id = await create(a.base, token, bucketId, 6 * MiB + 1, 'kept.bin');
     const patched = await tusRequest(`${a.base}/API/ResumableUpload/${id}`, 'PATCH', { 'Content-Type': OCTETS, 'Upload-Offset': 0 }, randomBytes(6 * MiB));
     t.equal(patched.status, 204, patched.body);
-    t.same(await sweepOrphans(a.service.app.db, a.service.app.storage, 0), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'not taken for a file’s leftovers');
+    t.same(await sweepOrphans({ db: a.service.app.db, storage: a.service.app.storage }, 0), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'not taken for a file’s leftovers');
     t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 0, 'an upload with state is no orphan');
     t.same(await resumableLeftovers(bucket), { uploads: [objectKeyOf(id)], objects: [`resumable/${id}.tail`] });
 
     // A crash between the bytes and the row: bytes without state.
     await a.service.app.db.deleteFrom('resumable_uploads').execute();
-    t.same(await sweepOrphans(a.service.app.db, a.service.app.storage, 0), { incompleteWritesRemoved: 1, objectsRemoved: 0 }, 'its multipart upload is an incomplete write without an upload');
+    t.same(await sweepOrphans({ db: a.service.app.db, storage: a.service.app.storage }, 0), { incompleteWritesRemoved: 1, objectsRemoved: 0 }, 'its multipart upload is an incomplete write without an upload');
     t.equal(await sweepOrphanResumables(a.service.app.resumable, 0), 1, 'its tail is a resumable orphan');
     t.same(await resumableLeftovers(bucket), { uploads: [], objects: [] });
   });

@@ -5,9 +5,9 @@ import { download } from './helpers/download.js';
 import { postForm, startService, type TestService } from './helpers/service.js';
 import { s3ServiceEnv, s3TestConfig, startS3Relay, testBucketName, whyNoS3 } from './helpers/s3.js';
 import { CreateMultipartUploadCommand } from '@aws-sdk/client-s3';
-import { sweepOrphans } from '../src/jobs/orphan-sweep.js';
+import { sweepOrphans } from '../src/services/orphans.js';
 import { newStorageKey } from '../src/storage/blob-store.js';
-import { createS3Client } from '../src/storage/s3-client.js';
+import { createS3Client } from '../src/storage/s3/client.js';
 import { hasBytes, incompleteWrites, putBytes, readBytes, storedKeys, storeFile } from './helpers/stored-files.js';
 import { upload } from './helpers/upload.js';
 
@@ -183,7 +183,7 @@ t.test('STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t) => {
 
     await relay.restore();
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    await sweepOrphans(service.app.db, service.app.storage, 0);
+    await sweepOrphans({ db: service.app.db, storage: service.app.storage }, 0);
     t.same(await incompleteWrites(service.app.storage), [], 'no multipart upload after the sweep');
     t.same(await storedKeys(service.app.storage), [], 'no object after the sweep');
   });
@@ -254,10 +254,10 @@ t.test('STORAGE_BACKEND=s3', { skip: whyNoS3() }, async (t) => {
     await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: `${abandoned.slice(0, 2)}/${abandoned}` }));
     t.equal((await incompleteWrites(service.app.storage)).length, 1);
 
-    t.same(await sweepOrphans(service.app.db, service.app.storage), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'nothing under an hour old is judged');
+    t.same(await sweepOrphans({ db: service.app.db, storage: service.app.storage }), { incompleteWritesRemoved: 0, objectsRemoved: 0 }, 'nothing under an hour old is judged');
     // The store's times have whole seconds.
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    t.same(await sweepOrphans(service.app.db, service.app.storage, 0), { incompleteWritesRemoved: 1, objectsRemoved: 1 });
+    t.same(await sweepOrphans({ db: service.app.db, storage: service.app.storage }, 0), { incompleteWritesRemoved: 1, objectsRemoved: 1 });
     t.same(await storedKeys(service.app.storage), [kept.storageKey], 'the object with a row is kept');
     t.notOk(await hasBytes(service.app.storage, orphan));
     t.same(await incompleteWrites(service.app.storage), []);

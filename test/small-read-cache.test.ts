@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import t from 'tap';
-import { DiskStore } from '../src/storage/disk-store.js';
+import { DiskStore } from '../src/storage/disk/store.js';
 import { CachedSmallReads, ENTRY_OVERHEAD_BYTES, SmallReadCache } from '../src/storage/small-read-cache.js';
 import { createBucket, uniqueBucketName } from './helpers/buckets.js';
 import { download } from './helpers/download.js';

@@ -30,12 +30,13 @@ import { succeeded } from '../../src/errors.js';
 import { createApp } from '../../src/services/apps.js';
 import { createBucket } from '../../src/services/buckets.js';
 import { findPublicFileByKey } from '../../src/services/downloadable-files.js';
-import { fileView, findLiveFile, findLiveFiles } from '../../src/services/files.js';
+import { findLiveFile, findLiveFiles } from '../../src/services/files.js';
+import { fileView } from '../../src/http/views.js';
 import { issueToken } from '../../src/services/tokens.js';
 import { authorizeTokenUpload, commitUpload } from '../../src/services/uploads.js';
 import type { BlobWrite } from '../../src/storage/blob-store.js';
-import { DiskResumableBytes } from '../../src/storage/disk-resumable-bytes.js';
-import { DiskStore } from '../../src/storage/disk-store.js';
+import { DiskResumableBytes } from '../../src/storage/disk/resumable-bytes.js';
+import { DiskStore } from '../../src/storage/disk/store.js';
 import { receiveFile } from './durable-file.js';
 
 const databaseUrl = process.env.BENCH_DATABASE_URL || undefined;

@@ -10,7 +10,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createS3Client } from '../../src/storage/s3-client.js';
+import { createS3Client } from '../../src/storage/s3/client.js';
 
 const { BENCH_S3_ENDPOINT, BENCH_S3_REGION, BENCH_S3_ACCESS_KEY_ID, BENCH_S3_SECRET_ACCESS_KEY, BENCH_S3_BUCKET } = process.env;
 if (!BENCH_S3_ENDPOINT || !BENCH_S3_BUCKET) throw new Error('BENCH_S3_ENDPOINT and BENCH_S3_BUCKET are required');

@@ -6,7 +6,7 @@
  * through it at once.
  * Needs S3_TEST_ENDPOINT and its keys (`eval "$(scripts/s3-test-server.sh env)"`); skips without them.
  */
-import { createS3Client } from '../../src/storage/s3-client.js';
+import { createS3Client } from '../../src/storage/s3/client.js';
 import { download, MiB, newClient, newSeed } from '../load.js';
 import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { fmt, sizeLabel } from '../format.js';

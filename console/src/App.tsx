@@ -1,9 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { operations } from './api';
 import { BucketPage } from './BucketPage';
 import { BucketList } from './Buckets';
 import type { Notice } from './notices';
-import { forgetSession, freshToken, loadSession, type Session } from './session';
+import { clientFor, forgetSession, loadSession, type Session } from './session';
 import { SignIn } from './SignIn';
 
 /** `#/buckets/12` → 12: the page is kept in the hash, so a reload stays where it was. */
@@ -26,19 +25,8 @@ export function App() {
     return () => removeEventListener('hashchange', follow);
   }, []);
 
-  // The getter reads the latest session each time, so one API object serves the whole session.
-  const api = useMemo(() => {
-    let latest = session;
-    const token = freshToken(
-      () => latest,
-      (renewed) => {
-        latest = renewed;
-        setSession(renewed);
-      },
-    );
-    return { ops: operations(token), token, setLatest: (value: Session | undefined) => (latest = value) };
-  }, [session?.appId]);
-  api.setLatest(session);
+  // One client for the whole session: it renews its own token, which the session keeps.
+  const api = useMemo(() => session && clientFor(session, setSession), [session?.appId]);
 
   const signOut = () => {
     forgetSession();
@@ -75,12 +63,12 @@ export function App() {
             </div>
           )}
         </div>
-        {!session ? (
+        {!session || !api ? (
           <SignIn onSignedIn={(signedIn) => (setSession(signedIn), setNotice(undefined))} notify={setNotice} />
         ) : bucketId === undefined ? (
-          <BucketList api={api.ops} notify={setNotice} />
+          <BucketList api={api} notify={setNotice} />
         ) : (
-          <BucketPage api={api.ops} token={api.token} bucketId={bucketId} notify={setNotice} />
+          <BucketPage api={api} bucketId={bucketId} notify={setNotice} />
         )}
       </main>
     </>

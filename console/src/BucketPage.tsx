@@ -1,16 +1,16 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import type { Bucket, Operations, StoredFile } from './api';
+import type { Bucket, FileStore, StoredFile } from '@filestore/client';
 import { FileTable } from './FileTable';
 import { failure, type Notify } from './notices';
 import { Uploads } from './Uploads';
 
-export function BucketPage({ api, token, bucketId, notify }: { api: Operations; token: () => Promise<string>; bucketId: number; notify: Notify }) {
+export function BucketPage({ api, bucketId, notify }: { api: FileStore; bucketId: number; notify: Notify }) {
   const [bucket, setBucket] = useState<Bucket>();
   const [files, setFiles] = useState<StoredFile[]>();
 
   const loadFiles = useCallback(
     () =>
-      api.listFiles(bucketId).then(
+      api.viewAllFiles(bucketId).then(
         (answer) => setFiles(answer.AllFiles),
         (error) => notify(failure(error)),
       ),
@@ -19,7 +19,7 @@ export function BucketPage({ api, token, bucketId, notify }: { api: Operations; 
   useEffect(() => {
     setBucket(undefined);
     setFiles(undefined);
-    api.bucketDetail(bucketId).then(setBucket, (error) => notify(failure(error)));
+    api.viewBucketDetail(bucketId).then(setBucket, (error) => notify(failure(error)));
     void loadFiles();
   }, [api, bucketId]);
 
@@ -37,7 +37,7 @@ export function BucketPage({ api, token, bucketId, notify }: { api: Operations; 
           </p>
         )}
       </div>
-      <Uploads token={token} bucketId={bucketId} onUploaded={loadFiles} />
+      <Uploads api={api} bucketId={bucketId} onUploaded={loadFiles} />
       {/* Both first: which link a file gets (its InternetPath, or a one-use secret) depends on the bucket. */}
       {files === undefined || bucket === undefined ? (
         <p class="hint">Loading files…</p>

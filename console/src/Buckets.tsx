@@ -1,17 +1,17 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { Bucket, Operations } from './api';
+import type { Bucket, FileStore } from '@filestore/client';
 import { Confirm, Dialog } from './Dialog';
 import { failure, type Notify } from './notices';
 
 type Editing = { kind: 'new' } | { kind: 'edit'; bucket: Bucket };
 
-export function BucketList({ api, notify }: { api: Operations; notify: Notify }) {
+export function BucketList({ api, notify }: { api: FileStore; notify: Notify }) {
   const [buckets, setBuckets] = useState<Bucket[]>();
   const [editing, setEditing] = useState<Editing>();
   const [deleting, setDeleting] = useState<Bucket>();
 
   const load = () =>
-    api.listBuckets().then(
+    api.viewMyBuckets().then(
       (answer) => setBuckets(answer.Buckets),
       (error) => notify(failure(error)),
     );
@@ -104,7 +104,7 @@ export function BucketList({ api, notify }: { api: Operations; notify: Notify })
   );
 }
 
-function BucketForm({ api, editing, onClose, onSaved }: { api: Operations; editing: Editing; onClose: () => void; onSaved: (message: string) => void }) {
+function BucketForm({ api, editing, onClose, onSaved }: { api: FileStore; editing: Editing; onClose: () => void; onSaved: (message: string) => void }) {
   const current = editing.kind === 'edit' ? editing.bucket : undefined;
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -118,8 +118,8 @@ function BucketForm({ api, editing, onClose, onSaved }: { api: Operations; editi
     setBusy(true);
     try {
       const answer = current
-        ? await api.editBucket(current.BucketId, name, openToRead, openToUpload)
-        : await api.createBucket(name, openToRead, openToUpload);
+        ? await api.editBucket(current.BucketId, { newBucketName: name, openToRead, openToUpload })
+        : await api.createBucket(name, { openToRead, openToUpload });
       onSaved(answer.Message);
     } catch (failed) {
       setError(failure(failed).text);

@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'preact/hooks';
-import { secretUrl, type Operations, type StoredFile } from './api';
+import type { FileStore, StoredFile } from '@filestore/client';
 import { Confirm, Dialog } from './Dialog';
 import { expiryOf, humanSize, humanTime } from './format';
 import { failure, type Notify } from './notices';
@@ -39,7 +39,7 @@ const compare: Record<SortKey, (a: Row, b: Row) => number> = {
 const PAGE_SIZE = 100;
 
 interface Props {
-  api: Operations;
+  api: FileStore;
   files: StoredFile[];
   openToRead: boolean;
   notify: Notify;
@@ -74,7 +74,7 @@ export function FileTable({ api, files, openToRead, notify, onChanged }: Props) 
   };
 
   /** A bucket that is not open to read serves its files only through a download secret. */
-  const downloadUrl = async (file: StoredFile, uses: number) => (openToRead ? file.InternetPath : secretUrl((await api.shareSecret(file.FileKey, uses)).Value));
+  const downloadUrl = async (file: StoredFile, uses: number) => (openToRead ? file.InternetPath : api.secretUrl((await api.generateSecret(file.FileKey, { maxUseTimes: uses })).Value));
 
   /** Where a thumbnail comes from: the InternetPath, or a secret of one use in a private bucket (asked for once the row is seen). */
   const thumbnailSource = (file: StoredFile) => () => downloadUrl(file, 1);
@@ -227,7 +227,7 @@ export function FileTable({ api, files, openToRead, notify, onChanged }: Props) 
 }
 
 /** A share link: a download secret good for a number of downloads, whatever the bucket's flags. */
-function ShareDialog({ api, file, onClose }: { api: Operations; file: StoredFile; onClose: () => void }) {
+function ShareDialog({ api, file, onClose }: { api: FileStore; file: StoredFile; onClose: () => void }) {
   const [link, setLink] = useState<string>();
   const [error, setError] = useState<string>();
   const [copied, setCopied] = useState(false);
@@ -237,7 +237,7 @@ function ShareDialog({ api, file, onClose }: { api: Operations; file: StoredFile
     const uses = Number(new FormData(event.currentTarget as HTMLFormElement).get('uses'));
     setError(undefined);
     try {
-      setLink(secretUrl((await api.shareSecret(file.FileKey, uses)).Value));
+      setLink(api.secretUrl((await api.generateSecret(file.FileKey, { maxUseTimes: uses })).Value));
       setCopied(false);
     } catch (failed) {
       setError(failure(failed).text);

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { StoredFile } from './api';
+import type { StoredFile } from '@filestore/client';
 import { Dialog } from './Dialog';
 import { previewKind } from './preview-kind';
 import { hasThumbnail, screenSizedUrl } from './thumbnails';

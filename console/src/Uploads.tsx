@@ -1,8 +1,7 @@
+import type { FileStore } from '@filestore/client';
 import { useRef, useState } from 'preact/hooks';
-import { DetailedError, Upload } from 'tus-js-client';
+import { failure } from './notices';
 
-/** One PATCH per chunk: an interrupted upload loses at most this much and resumes at the last chunk. */
-const CHUNK_BYTES = 8 * 1024 * 1024;
 const DEFAULT_ALIVE_DAYS = 30;
 const MAX_ALIVE_DAYS = 18250;
 
@@ -15,33 +14,15 @@ interface Item {
   sent: number;
   state: State;
   error?: string;
-  upload: Upload;
 }
 
-/** The envelope's Message of a refused tus request, else what went wrong in plain words. */
-function uploadError(error: Error): string {
-  if (error instanceof DetailedError) {
-    const response = error.originalResponse;
-    if (!response) return 'The service cannot be reached. Check the connection, then retry.';
-    try {
-      const body = JSON.parse(response.getBody()) as { Message?: unknown };
-      if (typeof body.Message === 'string') return body.Message;
-    } catch {
-      // Not the envelope: the status says enough.
-    }
-    return `The service answered ${response.getStatus()}.`;
-  }
-  return error.message;
-}
-
-/**
- * Retried on their own: a lost connection, a busy or failing service, and an offset that moved
- * under a PATCH. A refusal (no permission, too large, name taken at creation) waits for the person.
- */
-function retryable(error: DetailedError): boolean {
-  const status = error.originalResponse?.getStatus() ?? 0;
-  if (status === 0 || status >= 500 || status === 423 || status === 429) return true;
-  return status === 409 && error.originalRequest?.getMethod() === 'PATCH';
+/** What an upload in progress needs besides what is shown: its file, how to stop it, and where to resume it. */
+interface Running {
+  file: File;
+  aliveDays: number;
+  controller: AbortController;
+  /** The upload's URL once created: its capability, kept in this page only. */
+  url?: string;
 }
 
 function describe(item: Item): string | undefined {
@@ -54,59 +35,75 @@ function describe(item: Item): string | undefined {
 }
 
 interface Props {
-  token: () => Promise<string>;
+  api: FileStore;
   bucketId: number;
   onUploaded: () => void;
 }
 
-/** Resumable uploads (tus) of chosen or dropped files, each with its progress and its controls. */
-export function Uploads({ token, bucketId, onUploaded }: Props) {
+/**
+ * Resumable uploads (tus, through the SDK) of chosen or dropped files, each with its progress and
+ * its controls. The SDK retries a lost connection or a busy service itself; a refusal (no
+ * permission, too large, name taken) waits for the person.
+ */
+export function Uploads({ api, bucketId, onUploaded }: Props) {
   const [items, setItems] = useState<Item[]>([]);
   const [aliveDays, setAliveDays] = useState(DEFAULT_ALIVE_DAYS);
   const [dragging, setDragging] = useState(false);
   const nextId = useRef(1);
+  const running = useRef(new Map<number, Running>());
 
   const update = (id: number, change: Partial<Item>) => setItems((all) => all.map((item) => (item.id === id ? { ...item, ...change } : item)));
+
+  const run = (id: number) => {
+    const upload = running.current.get(id);
+    if (!upload) return;
+    const controller = new AbortController();
+    upload.controller = controller;
+    api
+      .uploadFile(bucketId, upload.file, {
+        aliveDays: upload.aliveDays,
+        resumable: true,
+        resumeFrom: upload.url,
+        signal: controller.signal,
+        onUploadUrl: (url) => (upload.url = url),
+        onProgress: ({ sent }) => update(id, { sent }),
+      })
+      .then(
+        () => {
+          running.current.delete(id);
+          update(id, { sent: upload.file.size, state: 'done' });
+          onUploaded();
+        },
+        (error: unknown) => {
+          if (!controller.signal.aborted) update(id, { state: 'failed', error: failure(error).text });
+        },
+      );
+  };
 
   const start = (files: FileList | File[]) => {
     const added = Array.from(files).map((file): Item => {
       const id = nextId.current++;
-      const upload = new Upload(file, {
-        endpoint: `${location.origin}/API/ResumableUpload`,
-        chunkSize: CHUNK_BYTES,
-        retryDelays: [0, 1000, 3000, 5000],
-        metadata: { filename: file.name, BucketId: String(bucketId), AliveDays: String(aliveDays) },
-        // The upload URL is the capability of later requests: only creation needs the token, and
-        // upload URLs are kept nowhere but in this page.
-        storeFingerprintForResuming: false,
-        onBeforeRequest: async (request) => {
-          if (request.getMethod() === 'POST') request.setHeader('Authorization', `Bearer ${await token()}`);
-        },
-        onShouldRetry: retryable,
-        onProgress: (sent) => update(id, { sent }),
-        onSuccess: () => {
-          update(id, { sent: file.size, state: 'done' });
-          onUploaded();
-        },
-        onError: (error) => update(id, { state: 'failed', error: uploadError(error) }),
-      });
-      upload.start();
-      return { id, name: file.name, size: file.size, sent: 0, state: 'uploading', upload };
+      running.current.set(id, { file, aliveDays, controller: new AbortController() });
+      return { id, name: file.name, size: file.size, sent: 0, state: 'uploading' };
     });
     setItems((all) => [...added, ...all]);
+    for (const item of added) run(item.id);
   };
 
   const pause = (item: Item) => {
-    void item.upload.abort();
+    running.current.get(item.id)?.controller.abort();
     update(item.id, { state: 'paused' });
   };
   const resume = (item: Item) => {
     update(item.id, { state: 'uploading', error: undefined });
-    item.upload.start();
+    run(item.id);
   };
   const cancel = (item: Item) => {
+    const upload = running.current.get(item.id);
+    running.current.delete(item.id);
+    upload?.controller.abort();
     // Terminates the upload on the service too, so its bytes do not wait for expiry.
-    if (item.state !== 'done') void item.upload.abort(true).catch(() => undefined);
+    if (upload?.url && item.state !== 'done') void api.terminateUpload(upload.url).catch(() => undefined);
     setItems((all) => all.filter((other) => other.id !== item.id));
   };
 

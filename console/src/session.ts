@@ -1,4 +1,4 @@
-import { ApiError, EXPIRED_TOKEN_MESSAGE, requestToken } from './api';
+import { FileStore } from '@filestore/client';
 
 /**
  * The signed-in app. Kept in sessionStorage only (gone when the tab closes): the AccessToken and the
@@ -8,17 +8,19 @@ export interface Session {
   appId: string;
   appSecret: string;
   token: string;
-  deadTime: number;
+  /** The token's DeadTime (ISO 8601). */
+  deadTime: string;
 }
 
 const KEY = 'filestore.session';
-/** Renew this long before DeadTime, so a request never leaves with a token about to die. */
-const RENEW_MARGIN_MS = 60_000;
+/** Bytes per request of a resumable upload: a broken connection or a pause loses at most this much. */
+const CHUNK_BYTES = 8 * 1024 * 1024;
 
 export function loadSession(): Session | undefined {
   try {
-    const stored = JSON.parse(sessionStorage.getItem(KEY) ?? 'null') as Session | null;
-    return stored && typeof stored.token === 'string' ? stored : undefined;
+    const stored = JSON.parse(sessionStorage.getItem(KEY) ?? 'null') as (Omit<Session, 'deadTime'> & { deadTime: string | number }) | null;
+    if (!stored || typeof stored.token !== 'string') return undefined;
+    return { ...stored, deadTime: new Date(stored.deadTime).toISOString() };
   } catch {
     return undefined;
   }
@@ -28,25 +30,27 @@ export function forgetSession(): void {
   sessionStorage.removeItem(KEY);
 }
 
+const keep = (session: Session) => sessionStorage.setItem(KEY, JSON.stringify(session));
+
 export async function signIn(appId: string, appSecret: string): Promise<Session> {
-  const grant = await requestToken(appId, appSecret);
-  const session = { appId, appSecret, token: grant.AccessToken, deadTime: Date.parse(grant.DeadTime) };
-  sessionStorage.setItem(KEY, JSON.stringify(session));
+  const grant = await new FileStore({ url: location.origin, appId, appSecret }).accessToken();
+  const session = { appId, appSecret, token: grant.AccessToken, deadTime: grant.DeadTime };
+  keep(session);
   return session;
 }
 
-/** A token getter that renews the session's token when it is close to its DeadTime. */
-export function freshToken(current: () => Session | undefined, replace: (session: Session) => void): () => Promise<string> {
-  let renewing: Promise<Session> | undefined;
-  return async () => {
-    const session = current();
-    if (!session) throw new ApiError('You are signed out.', -1);
-    if (session.deadTime - Date.now() > RENEW_MARGIN_MS) return session.token;
-    renewing ??= signIn(session.appId, session.appSecret).finally(() => (renewing = undefined));
-    const renewed = await renewing;
-    replace(renewed);
-    return renewed.token;
-  };
+/** The API for a session: the SDK renews the token before its DeadTime, and each new one is kept in the session. */
+export function clientFor(session: Session, renewed: (session: Session) => void): FileStore {
+  return new FileStore({
+    url: location.origin,
+    appId: session.appId,
+    appSecret: session.appSecret,
+    token: { AccessToken: session.token, DeadTime: session.deadTime },
+    chunkSize: CHUNK_BYTES,
+    onToken: (grant) => {
+      const next = { ...session, token: grant.AccessToken, deadTime: grant.DeadTime };
+      keep(next);
+      renewed(next);
+    },
+  });
 }
-
-export const isExpiredToken = (error: unknown) => error instanceof ApiError && error.message === EXPIRED_TOKEN_MESSAGE;

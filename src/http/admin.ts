@@ -19,6 +19,7 @@ export default async function adminRoutes(fastify: FastifyInstance, options: { a
       // An operator's tool, not a browser app's: no cross-origin access.
       config: { rateLimit: { max: fastify.config.tokenRateLimitPerMinute, timeWindow: 60_000 }, cors: false },
       schema: {
+        operationId: 'CreateApp',
         summary: 'Create an app; its AppSecret is shown only in this answer.',
         tags: ['Admin'],
         security: [{ adminKey: [] }],
@@ -27,6 +28,7 @@ export default async function adminRoutes(fastify: FastifyInstance, options: { a
             type: 'object',
             properties: { AppId: { type: 'string' }, AppSecret: { type: 'string' }, Code: { type: 'integer' }, Message: { type: 'string' } },
             required: ['AppId', 'AppSecret', 'Code', 'Message'],
+            examples: [{ AppId: '5HpwAAfavKDm9rebRYJvMg', AppSecret: 'Vt3kqP0xWl9mZcR2bE8sYh4nJd6uFa1o', Code: 0, Message: succeeded.appCreated }],
           },
           401: envelopeSchema,
         },

@@ -5,6 +5,7 @@ import { appForToken } from '../services/tokens.js';
 import { admitHeavy } from './admission.js';
 import { field, param } from './binding.js';
 import { contextOf } from './context.js';
+import { exampleAppId } from './examples.js';
 import { defineOperation } from './operation.js';
 
 /** POST /API/DeleteApp: an app deletes itself with everything it owns. */
@@ -18,6 +19,7 @@ export default async function appRoutes(fastify: FastifyInstance): Promise<void>
       AccessToken: param.accessToken(),
       AppId: field.text({ maxLength: 64, description: 'The app to delete: the token’s own.' }),
     },
+    example: { request: { AppId: exampleAppId }, response: { Message: succeeded.appDeleted } },
     handler: async ({ AccessToken, AppId }, request, reply) => {
       const tokenAppId = await appForToken(fastify.db, AccessToken);
       await admitHeavy(request, reply, tokenAppId);

@@ -49,5 +49,5 @@ export default async function consoleRoutes(fastify: FastifyInstance, options: {
       reply.header('Cache-Control', HASHED_ASSET.test(filePath) ? 'public, max-age=31536000, immutable' : 'no-cache');
     },
   });
-  fastify.get('/console', { schema: { summary: 'The web console.', tags: ['Service'] } }, (_request, reply) => reply.sendFile('index.html'));
+  fastify.get('/console', { schema: { operationId: 'Console', summary: 'The web console.', tags: ['Service'] } }, (_request, reply) => reply.sendFile('index.html'));
 }

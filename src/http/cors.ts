@@ -1,4 +1,5 @@
 import type { FastifyCorsOptions } from '@fastify/cors';
+import type { CorsOrigins } from '../config.js';
 
 /**
  * Cross-origin access for browser apps on the origins of CORS_ORIGINS: the /API operations,
@@ -51,8 +52,6 @@ export const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS'
 /** Seconds a browser may reuse a preflight answer. */
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
-/** `*` for any origin, else the exact origins allowed. */
-export type CorsOrigins = '*' | readonly string[];
 
 export function corsOptions(origins: CorsOrigins): FastifyCorsOptions {
   const allowed = new Set(origins === '*' ? [] : origins);

@@ -5,8 +5,6 @@ import { sanitizeFileName } from '../services/file-names.js';
 import type { ImageOptions } from '../services/image-options.js';
 import type { BlobStore, ByteRange } from '../storage/blob-store.js';
 import { downloadHeaders } from './download-headers.js';
-import { imageParams } from './image-request.js';
-import { parametersSchema } from './operation.js';
 import { sendRepresentation, servedFileKey } from './send-representation.js';
 import { NOT_MODIFIED, variantOf } from './variant-reply.js';
 
@@ -81,15 +79,18 @@ function completedDownload(request: FastifyRequest, reply: FastifyReply): boolea
 /**
  * Route options shared by every download route: GET and HEAD with one handler (Fastify's own HEAD
  * routes would answer Content-Length: 0 for a body the handler never reads), docs, and counting
- * on completion.
+ * on completion. The schema only describes the route for /docs: a download never refuses a query
+ * or a header it does not understand, and its envelopes are sent as they are.
  */
-export function downloadRoute(summary: string): Pick<RouteOptions, 'method' | 'exposeHeadRoute' | 'schema' | 'validatorCompiler' | 'onResponse'> {
+export function downloadRoute(
+  schema: RouteOptions['schema'],
+): Pick<RouteOptions, 'method' | 'exposeHeadRoute' | 'schema' | 'validatorCompiler' | 'serializerCompiler' | 'onResponse'> {
   return {
     method: ['GET', 'HEAD'],
     exposeHeadRoute: false,
-    // The image options, for /docs; checked by the binding (a bad value is a 400 with the envelope), not by Ajv.
-    schema: { summary, tags: ['Downloads'], querystring: parametersSchema(imageParams) },
+    schema,
     validatorCompiler: () => () => true,
+    serializerCompiler: () => (data) => JSON.stringify(data),
     onResponse: async (request, reply) => {
       const fileKey = servedFileKey(request);
       if (fileKey !== undefined && completedDownload(request, reply)) request.server.downloadCounter.record(fileKey);

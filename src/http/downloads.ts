@@ -3,6 +3,7 @@ import { refused } from '../errors.js';
 import { isReservedName } from '../services/buckets.js';
 import { findPublicFileByKey, findPublicFileByPath } from '../services/downloadable-files.js';
 import { MAX_ID } from './binding.js';
+import { downloadSchema } from './download-docs.js';
 import { downloadRoute, sendDownload, setSafetyHeaders } from './download-reply.js';
 import { imageOptionsOf } from './image-request.js';
 
@@ -15,7 +16,11 @@ const PUBLIC_CACHING = 'public, no-cache';
 export default async function downloadRoutes(fastify: FastifyInstance): Promise<void> {
   fastify.route<{ Params: { key: string } }>({
     url: '/Download/FromKey/:key',
-    ...downloadRoute('Download a file of an OpenToRead bucket by its FileKey (an extension after the key is allowed).'),
+    ...downloadRoute(
+      downloadSchema('DownloadFromKey', 'Download a file of an OpenToRead bucket by its FileKey (an extension after the key is allowed).', {
+        params: { type: 'object', properties: { key: { type: 'string', description: 'The FileKey, optionally with an extension (`7.jpg`).', examples: ['7'] } }, required: ['key'] },
+      }),
+    ),
     handler: async (request, reply) => {
       setSafetyHeaders(reply);
       const image = imageOptionsOf(request);
@@ -30,7 +35,18 @@ export default async function downloadRoutes(fastify: FastifyInstance): Promise<
   // back to this one: the service's own top-level names are never taken as a bucket name.
   fastify.route<{ Params: { bucket: string; file: string } }>({
     url: '/:bucket/:file',
-    ...downloadRoute('Download a file of an OpenToRead bucket at its InternetPath.'),
+    ...downloadRoute(
+      downloadSchema('DownloadFromPath', 'Download a file of an OpenToRead bucket at its InternetPath.', {
+        params: {
+          type: 'object',
+          properties: {
+            bucket: { type: 'string', description: 'The BucketName.', examples: ['holiday-photos'] },
+            file: { type: 'string', description: 'The RealFileName, percent-encoded.', examples: ['beach 2026.jpg'] },
+          },
+          required: ['bucket', 'file'],
+        },
+      }),
+    ),
     handler: async (request, reply) => {
       const { bucket, file: fileName } = request.params;
       if (isReservedName(bucket)) return reply.callNotFound();

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { databaseError } from '../../db/errors.js';
 import { ApiError, invalid, problems, refused, VALIDATION_MESSAGE, type Envelope } from '../errors.js';
+import { isDatabaseUnreachable } from '../services/database-failures.js';
 import { isStorageError } from '../storage/errors.js';
 
 /**
@@ -40,7 +40,7 @@ function knownError(error: Error): ApiError | undefined {
   }
   const e = error as FastifyError;
   if (e.code === OVERLOADED) return refused.overloaded();
-  if (databaseError(e)?.kind === 'connection-lost') return refused.databaseUnavailable();
+  if (isDatabaseUnreachable(e)) return refused.databaseUnavailable();
   if (e.statusCode === 413 || e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return invalid.bodyTooLarge();
   if (e.statusCode === 415 || e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return invalid.unsupportedBody();
   // A rate limit's own error, when it is not built by the errorResponseBuilder.

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { invalidInput, problems, succeeded } from '../errors.js';
-import { authorizeListing, deleteFile, fileView, findLiveFile, findLiveFiles, liveFilePages } from '../services/files.js';
+import { authorizeListing, deleteFile, findLiveFile, findLiveFiles, liveFilePages } from '../services/files.js';
+import { fileView } from './views.js';
 import { appForToken } from '../services/tokens.js';
 import { admitHeavy } from './admission.js';
 import { field, param } from './binding.js';
@@ -9,6 +10,7 @@ import { streamJsonObject } from './json-stream.js';
 import { defineOperation } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
 import { fileSchema } from './schemas.js';
+import { exampleFile, otherExampleFile } from './examples.js';
 
 export const MAX_IDS = 1000;
 
@@ -33,6 +35,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     tag: 'Files',
     response: { File: fileSchema },
     params: { FileKey: param.fileKey() },
+    example: { request: { FileKey: 7 }, response: { File: exampleFile, Message: succeeded.file } },
     handler: async ({ FileKey }, request) => {
       const row = await findLiveFile(fastify.db, FileKey);
       return { File: fileView(row, publicBaseUrl(request), counter.pending(row.file_key)), Message: succeeded.file };
@@ -45,7 +48,8 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     summary: 'Live files by comma-separated FileKeys, in the order asked; unknown ones are left out.',
     tag: 'Files',
     response: { Items: { type: 'array', items: fileSchema } },
-    params: { Ids: field.text({ maxLength: 64 * 1024 }) },
+    params: { Ids: field.text({ maxLength: 64 * 1024, description: 'Comma-separated FileKeys, up to 1000.' }) },
+    example: { request: { Ids: '8,7' }, response: { Items: [otherExampleFile, exampleFile], Message: succeeded.files } },
     handler: async ({ Ids }, request) => {
       const rows = await findLiveFiles(fastify.db, parseIds(Ids));
       const base = publicBaseUrl(request);
@@ -60,6 +64,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     tag: 'Files',
     response: { BucketId: { type: 'integer' }, AllFiles: { type: 'array', items: fileSchema } },
     params: { AccessToken: param.accessToken(), BucketId: param.bucketId() },
+    example: { request: { BucketId: 1 }, response: { BucketId: 1, AllFiles: [exampleFile, otherExampleFile], Message: succeeded.allFiles } },
     handler: async ({ AccessToken, BucketId }, request, reply) => {
       const appId = await appForToken(fastify.db, AccessToken);
       await admitHeavy(request, reply, appId);
@@ -79,6 +84,7 @@ export default async function fileRoutes(fastify: FastifyInstance): Promise<void
     summary: "Deletes one of the app's own files; it stops being served at once.",
     tag: 'Files',
     params: { AccessToken: param.accessToken(), FileKey: param.fileKey() },
+    example: { request: { FileKey: 7 }, response: { Message: succeeded.fileDeleted } },
     handler: async ({ AccessToken, FileKey }, request) => {
       const appId = await appForToken(fastify.db, AccessToken);
       await deleteFile(contextOf(request), appId, FileKey);

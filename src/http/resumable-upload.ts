@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidInput, resumableProblems, resumableRefused } from '../errors.js';
-import { internetPath } from '../services/files.js';
 import { appendToResumable, completeResumable, createResumable, findResumable, newUploadId, removeResumable } from '../services/resumable-uploads.js';
 import { admitHeavy } from './admission.js';
 import { publicBaseUrl } from './public-url.js';
+import { internetPath } from './views.js';
 import { creationRefusal, validateCreation } from './resumable-creation.js';
 import { carriesUploadBytes, formatMetadata, header, httpDate, sizeHeader, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.js';
 import { continueBody } from './unread-bodies.js';

@@ -3,7 +3,9 @@ import { refused, succeeded } from '../errors.js';
 import { generateDownloadSecret, peekDownloadSecret, useDownloadSecret } from '../services/download-secrets.js';
 import { appForToken } from '../services/tokens.js';
 import { bindRequest, field, param, type Source } from './binding.js';
+import { downloadSchema } from './download-docs.js';
 import { downloadRoute, queryValue, sendDownload, setSafetyHeaders } from './download-reply.js';
+import { envelopeResponses, parametersSchema, tokenSecurity } from './operation.js';
 import { imageOptionsOf } from './image-request.js';
 
 const generateParams = {
@@ -17,7 +19,16 @@ const PRIVATE_CACHING = 'private, no-store';
 
 /** GET /Secret/Generate: a way to hand out a file of a bucket that is not OpenToRead. */
 export async function secretGenerationRoutes(fastify: FastifyInstance): Promise<void> {
-  fastify.get('/Secret/Generate', { schema: { summary: 'Create a secret that downloads one of the app’s files MaxUseTimes times.', tags: ['Downloads'] } }, async (request) => {
+  const schema = {
+    operationId: 'GenerateSecret',
+    summary: 'Create a secret that downloads one of the app’s files MaxUseTimes times.',
+    description: 'The secret is spent at /Download/FromSecret?sec=<Value>; each GET it serves uses one.',
+    tags: ['Downloads'],
+    ...tokenSecurity(generateParams),
+    querystring: parametersSchema(generateParams, {}, { Id: 7, MaxUseTimes: 3 }),
+    response: envelopeResponses({ Value: { type: 'string', description: 'The secret.' } }, { Value: 'hV3q0mZ8rT2bLx5kPw9sYc1nQe7uJd4a', Message: succeeded.secretGenerated }),
+  };
+  fastify.get('/Secret/Generate', { schema }, async (request) => {
     const { AccessToken, Id, MaxUseTimes } = bindRequest(generateParams, request.headers, request.query as Source);
     const appId = await appForToken(fastify.db, AccessToken);
     const value = await generateDownloadSecret(fastify.db, appId, Id, MaxUseTimes);
@@ -31,7 +42,12 @@ export async function secretDownloadRoutes(fastify: FastifyInstance): Promise<vo
   // one-use secret would serve a whole file in many ranges); HEAD only looks.
   fastify.route({
     url: '/Download/FromSecret',
-    ...downloadRoute('Download a file with a download secret while it has uses left.'),
+    ...downloadRoute(
+      downloadSchema('DownloadFromSecret', 'Download a file with a download secret while it has uses left; each GET uses one, HEAD none.', {
+        query: { sec: { type: 'string', description: 'The Value of /Secret/Generate.', examples: ['hV3q0mZ8rT2bLx5kPw9sYc1nQe7uJd4a'] } },
+        required: ['sec'],
+      }),
+    ),
     handler: async (request, reply) => {
       setSafetyHeaders(reply);
       // Before the secret is looked at: a bad option takes none of its uses.

@@ -12,7 +12,8 @@ const tags = ['Service'];
 
 /** The service's own endpoints: welcome, liveness, readiness and metrics. */
 export default async function serviceRoutes(fastify: FastifyInstance): Promise<void> {
-  fastify.get('/', { schema: { summary: 'A welcome message.', tags, response: { 200: envelopeSchema } } }, async () => ({
+  const answer = (message: string) => ({ ...envelopeSchema, examples: [{ Code: 0, Message: message }] });
+  fastify.get('/', { schema: { operationId: 'Welcome', summary: 'A welcome message.', tags, response: { 200: answer(succeeded.welcome) } } }, async () => ({
     Code: 0,
     Message: succeeded.welcome,
   }));
@@ -20,14 +21,15 @@ export default async function serviceRoutes(fastify: FastifyInstance): Promise<v
   // Liveness only: no database work, so a slow database never gets a healthy process restarted.
   fastify.get(
     '/health',
-    { config: SERVICE_ENDPOINT, schema: { summary: 'Liveness: 200 while the process is up.', tags, response: { 200: envelopeSchema } } },
+    { config: SERVICE_ENDPOINT, schema: { operationId: 'Health', summary: 'Liveness: 200 while the process is up.', tags, response: { 200: answer(succeeded.alive) } } },
     async () => ({ Code: 0, Message: succeeded.alive }),
   );
 
   const readiness = {
+    operationId: 'Ready',
     summary: 'Readiness: 200 when the database answers, storage is writable and the service is not shutting down; else 503.',
     tags,
-    response: { 200: envelopeSchema, 503: envelopeSchema },
+    response: { 200: answer(succeeded.ready), 503: { ...envelopeSchema, examples: [refused.notReady(['the database is unreachable']).envelope] } },
   };
   fastify.get('/ready', { config: SERVICE_ENDPOINT, schema: readiness }, async (_request, reply) => {
     const problems: string[] = [];
@@ -43,11 +45,15 @@ export default async function serviceRoutes(fastify: FastifyInstance): Promise<v
   const { metricsToken } = fastify.config;
   const tokenHash = metricsToken === undefined ? undefined : hashSecret(metricsToken);
   const metrics = {
+    operationId: 'Metrics',
     summary: 'Metrics of this instance in the Prometheus text format; with METRICS_TOKEN set, only for `Authorization: Bearer <METRICS_TOKEN>`.',
     tags,
     ...(tokenHash ? { security: [{ metricsToken: [] }] } : {}),
     response: {
-      200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      200: {
+        description: 'Prometheus text format 0.0.4.',
+        content: { 'text/plain': { schema: { type: 'string' }, example: '# TYPE filestore_uploads_in_flight gauge\nfilestore_uploads_in_flight 0\n' } },
+      },
       ...(tokenHash ? { 401: envelopeSchema } : {}),
     },
   };

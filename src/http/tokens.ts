@@ -4,6 +4,7 @@ import { refused, succeeded } from '../errors.js';
 import { verifyAppSecret } from '../services/apps.js';
 import { issueToken } from '../services/tokens.js';
 import { field } from './binding.js';
+import { exampleAppId } from './examples.js';
 import { defineOperation } from './operation.js';
 
 /** GET or POST /API/AccessToken: AppId and AppSecret → a short-lived AccessToken. */
@@ -23,6 +24,10 @@ export default async function tokenRoutes(fastify: FastifyInstance): Promise<voi
     params: {
       AppId: field.text({ maxLength: 64, description: 'The app to act as.' }),
       AppSecret: field.text({ maxLength: 512, description: 'The secret given when the app was created.' }),
+    },
+    example: {
+      request: { AppId: exampleAppId, AppSecret: 'Vt3kqP0xWl9mZcR2bE8sYh4nJd6uFa1o' },
+      response: { AccessToken: 'mB2x9QeLr7VtK0sZ4pHw1nYc8uJd3fGa', DeadTime: '2026-11-20T10:24:05.123Z', Message: succeeded.accessToken },
     },
     config: { rateLimit: false },
     onRequest: limit,

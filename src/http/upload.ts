@@ -3,13 +3,14 @@ import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalid, invalidInput, problems, succeeded } from '../errors.js';
 import { sanitizeFileName } from '../services/file-names.js';
-import { internetPath } from '../services/files.js';
 import { authorizeTokenUpload, storeUpload, type UploadBucket, type UploadTarget } from '../services/uploads.js';
 import { admitHeavy } from './admission.js';
 import { param, tryBindRequest, type Bound, type Source } from './binding.js';
 import { contextOf } from './context.js';
-import { envelopeResponses, parametersSchema } from './operation.js';
+import { exampleBaseUrl } from './examples.js';
+import { envelopeResponses, parametersSchema, tokenSecurity } from './operation.js';
 import { publicBaseUrl } from './public-url.js';
+import { internetPath } from './views.js';
 import { awaitsContinue, continueBody } from './unread-bodies.js';
 import { drain, uploadError, UploadForm } from './upload-form.js';
 
@@ -31,10 +32,12 @@ const keyOf = (bound: Authorizing) => `${bound.AccessToken}\n${bound.BucketId}`;
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
 const schema = {
+  operationId: 'UploadFile',
   summary: 'Upload one file into a bucket; its bytes stream into the store.',
   description: 'AccessToken, BucketId and AliveDays come from the query string, as real clients send them, or as form fields before or after the file part; the AccessToken may instead come as `Authorization: Bearer <token>`.',
   tags: ['Files'],
-  querystring: parametersSchema(params),
+  ...tokenSecurity(params),
+  querystring: parametersSchema(params, {}, { BucketId: 1, AliveDays: 30 }),
   body: {
     content: {
       'multipart/form-data': {
@@ -42,7 +45,10 @@ const schema = {
       },
     },
   },
-  response: envelopeResponses({ FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } }),
+  response: envelopeResponses(
+    { FileKey: { type: 'integer' }, Path: { type: 'string', description: 'The InternetPath of the file.' } },
+    { FileKey: 7, Path: `${exampleBaseUrl}/holiday-photos/beach%202026.jpg`, Message: succeeded.fileUploaded },
+  ),
 };
 
 /** Binds the form's fields and checks its file name, reporting every problem at once. */

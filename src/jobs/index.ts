@@ -19,9 +19,9 @@ export function serviceJobs(
 ): Job[] {
   return [
     ...(images ? [imageTouchFlushJob(images)] : []),
-    leaseHeartbeatJob(ctx.db, instanceId),
+    leaseHeartbeatJob(ctx, instanceId),
     leaseSweepJob(ctx, instanceId),
-    orphanSweepJob(ctx.db, ctx.storage),
+    orphanSweepJob(ctx),
     expirySweepJob(ctx, sweepIntervalSeconds, { runs: metrics.sweeperRuns, filesRemoved: metrics.sweeperFilesRemoved }),
     downloadFlushJob(counter),
   ];

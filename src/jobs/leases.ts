@@ -1,11 +1,9 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
 import type { ServiceContext } from '../services/context.js';
 import { LEASE_HEARTBEAT_MS, renewLease, sweepDeadInstances } from '../services/leases.js';
 import type { Job } from './schedule.js';
 
-export function leaseHeartbeatJob(db: Kysely<Database>, instanceId: string): Job {
-  return { name: 'lease-heartbeat', intervalMs: LEASE_HEARTBEAT_MS, runAtStart: false, run: () => renewLease(db, instanceId) };
+export function leaseHeartbeatJob(ctx: ServiceContext, instanceId: string): Job {
+  return { name: 'lease-heartbeat', intervalMs: LEASE_HEARTBEAT_MS, runAtStart: false, run: () => renewLease(ctx.db, instanceId) };
 }
 
 /** Every instance sweeps; removing a dead instance's leftovers twice is harmless. */

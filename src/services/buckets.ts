@@ -42,26 +42,26 @@ export function bucketNameProblem(value: string, name: string): string | undefin
   return undefined;
 }
 
+/** A bucket with its count of live files. */
 export interface Bucket {
-  BucketId: number;
-  BucketName: string;
-  OpenToRead: boolean;
-  OpenToUpload: boolean;
-  BelongingAppId: string;
-  FileCount: number;
+  readonly bucketId: number;
+  readonly name: string;
+  readonly openToRead: boolean;
+  readonly openToUpload: boolean;
+  readonly appId: string;
+  readonly fileCount: number;
 }
 
 type BucketColumns = Pick<BucketRow, 'bucket_id' | 'name' | 'open_to_read' | 'open_to_upload' | 'app_id'>;
 
-/** The Bucket object of the protocol. */
-function bucketView(row: BucketColumns, fileCount: number | string | bigint | null): Bucket {
+function bucketOf(row: BucketColumns, fileCount: number | string | bigint | null): Bucket {
   return {
-    BucketId: row.bucket_id,
-    BucketName: row.name,
-    OpenToRead: row.open_to_read,
-    OpenToUpload: row.open_to_upload,
-    BelongingAppId: row.app_id,
-    FileCount: Number(fileCount ?? 0),
+    bucketId: row.bucket_id,
+    name: row.name,
+    openToRead: row.open_to_read,
+    openToUpload: row.open_to_upload,
+    appId: row.app_id,
+    fileCount: Number(fileCount ?? 0),
   };
 }
 
@@ -127,12 +127,12 @@ export async function editBucket(db: Kysely<Database>, appId: string, bucketId: 
 export async function viewBucket(db: Kysely<Database>, bucketId: number): Promise<Bucket> {
   const row = await selectBuckets(db).where('b.bucket_id', '=', bucketId).executeTakeFirst();
   if (!row) throw refused.unknownBucket();
-  return bucketView(row, row.file_count);
+  return bucketOf(row, row.file_count);
 }
 
 export async function listBuckets(db: Kysely<Database>, appId: string): Promise<Bucket[]> {
   const rows = await selectBuckets(db).where('b.app_id', '=', appId).orderBy('b.bucket_id').execute();
-  return rows.map((row) => bucketView(row, row.file_count));
+  return rows.map((row) => bucketOf(row, row.file_count));
 }
 
 /**

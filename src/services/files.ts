@@ -4,43 +4,11 @@ import type { Database, FileRow } from '../../db/schema.js';
 import { refused } from '../errors.js';
 import { dropBytes, type ServiceContext } from './context.js';
 
-/** The File object of the specification: exactly its nine fields. */
-export interface FileView {
-  FileKey: number;
-  RealFileName: string;
-  FileExtension: string;
-  JFileSize: number;
-  DownloadTimes: number;
-  BucketId: number;
-  UploadTime: string;
-  AliveDays: number;
-  InternetPath: string;
-}
-
 export type FileWithBucket = FileRow & { bucket_name: string };
 
 /** A file is gone from the instant it expires, whether or not the sweeper has removed it yet. */
 export function isLive(table = 'files'): RawBuilder<boolean> {
   return sql<boolean>`${sql.ref(`${table}.expires_at`)} > now()`;
-}
-
-/** `<base>/<BucketName>/<RealFileName>`, each segment percent-encoded; computed when read, so it follows renames. */
-export function internetPath(baseUrl: string, bucketName: string, fileName: string): string {
-  return `${baseUrl}/${encodeURIComponent(bucketName)}/${encodeURIComponent(fileName)}`;
-}
-
-export function fileView(row: FileWithBucket, baseUrl: string, pendingDownloads = 0): FileView {
-  return {
-    FileKey: row.file_key,
-    RealFileName: row.real_file_name,
-    FileExtension: row.file_extension,
-    JFileSize: row.size_bytes,
-    DownloadTimes: row.download_times + pendingDownloads,
-    BucketId: row.bucket_id,
-    UploadTime: row.upload_time.toISOString(),
-    AliveDays: row.alive_days,
-    InternetPath: internetPath(baseUrl, row.bucket_name, row.real_file_name),
-  };
 }
 
 /** Every column of a file row, by name: a prepared statement keeps its result when a migration adds a column. */

@@ -54,7 +54,7 @@ export async function sweepDeadInstances(db: Kysely<Database>, storage: BlobStor
   for await (const page of storage.listIncompleteWrites()) {
     for (const write of page) if (write.instanceId !== undefined && write.instanceId !== self) owners.add(write.instanceId);
   }
-  // A store that cannot tell a write's instance from its listing (S3) is asked by lapsed lease.
+  // A store that cannot tell a write's instance from its listing is asked by lapsed lease.
   const lapsed = await db
     .selectFrom('instance_leases')
     .select('instance_id')

@@ -88,26 +88,26 @@ export interface BlobRead {
 export interface StoredObject {
   readonly key: string;
   readonly modifiedAt: Date;
+  /**
+   * The resumable upload whose bytes this may be, for a store that keeps an upload's bytes among its
+   * objects and writes (ResumableBytes of the same backend): the sweeps leave them alone while that
+   * upload has state.
+   */
+  readonly resumableId?: string;
 }
 
 export interface IncompleteWrite {
   readonly id: string;
-  /** The storage key the write will commit to, where the store knows it (an S3 multipart upload is begun at its final key). */
+  /** The storage key the write will commit to, where the store knows it. */
   readonly key?: string;
   readonly startedAt: Date;
   /** The instance that began it; undefined for writes of a version that did not record it. */
   readonly instanceId: string | undefined;
+  /** As for StoredObject. */
+  readonly resumableId?: string;
 }
 
 const KEY = /^[a-z0-9]{1,128}$/;
-/** Instance ids name temporary writes in every store, so they keep to a charset any store accepts. */
-export const INSTANCE_ID = /^[a-z0-9-]{1,63}$/;
-
-/** A fresh instance id, when none is configured: 48 random bits. */
-export function newInstanceId(): string {
-  return randomBytes(6).toString('hex');
-}
-
 /** 128 random bits: a key names bytes that nobody can guess. */
 export function newStorageKey(): string {
   return randomBytes(16).toString('hex');

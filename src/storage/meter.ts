@@ -2,7 +2,6 @@ import { finished, Transform, type Readable } from 'node:stream';
 import { StorageError } from './errors.js';
 import { PASS_HIGH_WATER_MARK } from './high-water-marks.js';
 import { Sha256 } from './sha256-threads.js';
-import { freshBytesArrived } from './young-collections.js';
 
 /**
  * Counts and hashes the bytes that pass; refuses the first byte past maxBytes before passing it on.
@@ -24,7 +23,6 @@ export class Meter extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null, data?: Buffer) => void): void {
     this.size += chunk.length;
-    freshBytesArrived(chunk.length);
     if (this.size > this.maxBytes) return done(new StorageError('too-large', `more than ${this.maxBytes} bytes`));
     const behind = this.#hash.update(chunk);
     if (behind) behind.then(() => done(null, chunk), done);

@@ -1,8 +1,9 @@
 import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { Test } from 'tap';
-import { createS3Client, createS3Store } from '../../src/storage/s3-client.js';
-import type { S3ResumableBytes } from '../../src/storage/s3-resumable-bytes.js';
-import type { S3Store } from '../../src/storage/s3-store.js';
+import { createS3Client } from '../../src/storage/s3/client.js';
+import { s3Store } from '../../src/storage/s3/index.js';
+import type { S3ResumableBytes } from '../../src/storage/s3/resumable-bytes.js';
+import type { S3Store } from '../../src/storage/s3/store.js';
 import { startService } from './service.js';
 import { s3ServiceEnv, s3TestConfig, testBucketName } from './s3.js';
 
@@ -17,7 +18,7 @@ export async function freshBucket(t: Test, partSize: number) {
   await startService(t, { env: s3ServiceEnv(bucket) });
   const client = createS3Client(s3TestConfig(bucket));
   t.teardown(() => client.destroy());
-  const store = createS3Store(s3TestConfig(bucket), 'test');
+  const store = s3Store(client, s3TestConfig(bucket), 'test');
   return { bucket, client, store, options: { bucket, prefix: '', partSize, concurrency: 2, maxUploadBytes: 64 * MiB, store } };
 }
 

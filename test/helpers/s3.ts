@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { Test } from 'tap';
 import { loadConfig, type S3Config } from '../../src/config.js';
-import { createS3Client } from '../../src/storage/s3-client.js';
+import { createS3Client } from '../../src/storage/s3/client.js';
 
 /**
  * The S3 server the tests run against: `scripts/s3-test-server.sh start` starts a Ceph RGW here and

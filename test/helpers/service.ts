@@ -9,7 +9,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createApp, type AppCredentials } from '../../src/services/apps.js';
 import type { ServiceContext } from '../../src/services/context.js';
 import { prepareDatabase } from '../../src/services/startup.js';
-import { DiskStore } from '../../src/storage/disk-store.js';
+import { DiskStore } from '../../src/storage/disk/store.js';
 import { CachedSmallReads } from '../../src/storage/small-read-cache.js';
 import type { DatabaseHandle } from '../../db/connect.js';
 import { createTestDatabase, type TestDatabase } from './database.js';

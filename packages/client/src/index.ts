@@ -1,0 +1,12 @@
+export { FileStore, type FileStoreOptions } from './client.js';
+export type { CallOptions } from './context.js';
+export type { ByteRange, Download, DownloadOptions } from './downloads.js';
+export { FileStoreError, VALIDATION_MESSAGE } from './errors.js';
+export { DOWNLOADS, OPERATIONS, RESUMABLE, type Envelope, type OperationName, type OperationSpec, type Result } from './operations.js';
+export type { Param, Shape } from './shapes.js';
+export type { PathSource, UploadSource } from './sources.js';
+export type { RetryOptions } from './transport.js';
+export type { ResumableOptions } from './tus.js';
+export type * from './types.js';
+export type { UploadProgress } from './upload-progress.js';
+export type { UploadOptions } from './uploads.js';
