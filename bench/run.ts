@@ -7,7 +7,7 @@
  *   --both           run it on the embedded database and on PostgreSQL, side by side
  *   --only=a,b       only these cases (upload-large, upload-1m, upload-1k, download-large,
  *                    download-1m, download-1k, metadata, data-growth, fair-shares, memory,
- *                    s3-large, resumable-large)
+ *                    s3-large, resumable-large, images)
  *   --runs=N         measured runs per case (default 3)
  *   --duration=S     seconds per measured run of the concurrent cases
  *   --profile        run the service under `node --cpu-prof` and summarize where its time went
@@ -26,6 +26,7 @@ import { dataGrowth } from './cases/data-growth.js';
 import { fairShares } from './cases/fair-shares.js';
 import { checkCounters } from './cases/download-counter.js';
 import { downloadLarge } from './cases/download-large.js';
+import { images } from './cases/images.js';
 import { dropExtraLargeFiles } from './cases/free-disk.js';
 import { memoryCase, memoryOverTheRun } from './cases/memory.js';
 import { metadata } from './cases/metadata.js';
@@ -98,6 +99,7 @@ const STEPS: Array<[CaseId | undefined, string, (c: Context) => Promise<void>]> 
   ['fair-shares', 'fair-shares', fairShares],
   ['s3-large', 's3-large', s3Large],
   ['resumable-large', 'resumable-large', resumableLarge],
+  ['images', 'images', images],
 ];
 
 /** Every step, then (on fresh service processes) the memory case; true when one of them failed. */

@@ -91,6 +91,19 @@ export interface InstanceLeasesTable {
   heartbeat_at: ColumnType<Date, Date | undefined, Date | undefined>;
 }
 
+/** A resized or re-encoded copy of a file's image, kept in the storage backend under variant_key. */
+export interface ImageVariantsTable {
+  variant_key: string;
+  /** The storage key of the file whose bytes it was made from. */
+  source_key: string;
+  /** What it is encoded as: jpeg, png, webp, avif (or gif). */
+  format: string;
+  size_bytes: number;
+  created_at: CreatedAt;
+  /** When it was last served, written in batches: the least recently used go first. */
+  last_used_at: ColumnType<Date, Date | undefined, Date | undefined>;
+}
+
 export interface Database {
   apps: AppsTable;
   access_tokens: AccessTokensTable;
@@ -101,6 +114,7 @@ export interface Database {
   service_state: ServiceStateTable;
   resumable_uploads: ResumableUploadsTable;
   instance_leases: InstanceLeasesTable;
+  image_variants: ImageVariantsTable;
 }
 
 export type AppRow = Selectable<AppsTable>;

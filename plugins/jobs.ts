@@ -16,11 +16,11 @@ export default fp(
       await takeOverLease(fastify.db, fastify.storage, instanceId).catch((error: unknown) =>
         fastify.log.warn({ err: error }, 'the instance lease could not be taken at start; the heartbeat retries'),
       );
-      stop = startJobs(serviceJobs(ctx, fastify.downloadCounter, fastify.metrics, { sweepIntervalSeconds, instanceId }), fastify.log);
+      stop = startJobs(serviceJobs(ctx, fastify.downloadCounter, fastify.metrics, { sweepIntervalSeconds, instanceId }, fastify.images), fastify.log);
     });
     fastify.addHook('onClose', async () => {
       await stop?.();
     });
   },
-  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'resumable', 'download-counter', 'metrics'] },
+  { name: 'jobs', fastify: '5.x', dependencies: ['db', 'storage', 'resumable', 'download-counter', 'metrics', 'images'] },
 );

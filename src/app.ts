@@ -8,6 +8,7 @@ import dbPlugin from '../plugins/db.js';
 import docsPlugin from '../plugins/docs.js';
 import downloadCounterPlugin from '../plugins/download-counter.js';
 import envelopePlugin from '../plugins/envelope.js';
+import imagesPlugin from '../plugins/images.js';
 import jobsPlugin from '../plugins/jobs.js';
 import metricsPlugin from '../plugins/metrics.js';
 import protectionPlugin from '../plugins/protection.js';
@@ -98,6 +99,7 @@ export async function buildApp({ config, database, logStream, consoleDir }: Buil
   await fastify.register(downloadCounterPlugin);
   await fastify.register(metricsPlugin, { database });
   await fastify.register(admissionPlugin);
+  await fastify.register(imagesPlugin);
   await fastify.register(jobsPlugin);
   await fastify.register(rateLimitPlugin);
   await fastify.register(protectionPlugin);

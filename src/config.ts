@@ -1,10 +1,12 @@
 import path from 'node:path';
 import { INSTANCE_ID, newInstanceId } from './instance-id.js';
 import { ConfigError, flag, integer, optional, type Env } from './config-readers.js';
+import { imageConfig, type ImageConfig } from './image-config.js';
 import { s3Config, storageBackend, type S3Config } from './s3-config.js';
 
 export { ConfigError } from './config-readers.js';
 export type { S3Config } from './s3-config.js';
+export type { ImageConfig } from './image-config.js';
 
 /** Origins of browser apps that may call the API: `*` for any, else the exact origins allowed. */
 export type CorsOrigins = '*' | readonly string[];
@@ -67,6 +69,8 @@ export interface Config {
   /** Where file bytes live: `disk` under storageDir, or `s3` in a bucket (then `s3` is set). */
   readonly storageBackend: 'disk' | 's3';
   readonly s3: S3Config | undefined;
+  /** Image transformations on download. */
+  readonly images: ImageConfig;
   /**
    * Names this process's lease and temporary writes. From INSTANCE_ID when set (a name that stays
    * the same across restarts, so a restart removes what its killed predecessor left at once);
@@ -219,6 +223,7 @@ export function loadConfig(env: Env = process.env): Config {
     perAppQueueTimeoutSeconds: integer(env, 'PER_APP_QUEUE_TIMEOUT_SECONDS', 30, 1, 3600),
     storageBackend: backend,
     s3: backend === 's3' ? s3Config(env, maxUploadBytes) : undefined,
+    images: Object.freeze(imageConfig(env)),
     instanceId: instanceId ?? newInstanceId(),
   });
 }

@@ -121,6 +121,8 @@ export const refused = {
     failure('unavailable', 'The storage is unreachable right now; try again shortly.', 503, { 'Retry-After': String(retryAfterSeconds) }),
   databaseUnavailable: () => failure('unavailable', 'The database is unreachable right now; try again shortly.', 503),
   overloaded: () => failure('unavailable', 'The service is overloaded right now; try again shortly.', 503),
+  imagesBusy: (retryAfterSeconds: number) =>
+    failure('unavailable', 'Too many images are being resized right now; try again shortly.', 503, { 'Retry-After': String(retryAfterSeconds) }),
   shuttingDown: () => failure('unavailable', 'The service is shutting down; send the request again.', 503, { Connection: 'close' }),
   notReady: (problems: readonly string[]) => failure('unavailable', `Not ready: ${problems.join('; ')}.`, 503),
   unexpected: (reference: string) => failure('fault', `An unexpected error occurred; quote reference ${reference} when reporting it.`, 500),
@@ -145,6 +147,7 @@ export const problems = {
   bucketNameCharacters: (name: string) =>
     `The field ${name} may contain only letters, digits, '.', '_' and '-', and must start with a letter or digit.`,
   bucketNameReserved: (name: string, value: string) => `The ${name} '${value}' is reserved.`,
+  oneOf: (name: string, values: readonly string[]) => `The field ${name} must be one of ${values.join(', ')}.`,
   tooManyIds: (max: number) => `The field Ids may list at most ${max} FileKeys.`,
   badIdInIds: (entry: string) => `The value '${entry.slice(0, 40)}' is not a valid FileKey in Ids.`,
   notMultipart: 'The request must be multipart/form-data with one file part.',

@@ -39,6 +39,10 @@ export interface Metrics {
   readonly resumableReceivedBytes: Counter;
   /** Per-app admission of heavy work, by outcome (never by app: label values stay bounded). */
   readonly admissions: Counter<'work' | 'outcome'>;
+  /** Image renders by outcome: rendered, or unchanged (the file did not decode, or had too many pixels). */
+  readonly imageRenders: Counter<'outcome'>;
+  /** Image variants served, by where their bytes came from: the store (made before, by any instance) or a render for this request. */
+  readonly imageVariantsServed: Counter<'from'>;
 }
 
 /**
@@ -156,6 +160,18 @@ export function createMetrics(sources: MetricSources): Metrics {
       name: 'filestore_admission_total',
       help: "Heavy requests by kind of work (requests: listings and deletions of buckets and apps; uploads) and outcome: admitted (started, at once or after waiting), queued (had to wait), refused (the app's queue was full), timed_out (waited too long), abandoned (the client left while waiting).",
       labelNames: ['work', 'outcome'],
+      registers,
+    }),
+    imageRenders: new Counter({
+      name: 'filestore_image_renders_total',
+      help: 'Image renders by outcome: rendered, or unchanged (the file did not decode, or had too many pixels, and was served as stored).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    imageVariantsServed: new Counter({
+      name: 'filestore_image_variants_served_total',
+      help: 'Image variants served, by where their bytes came from: store (kept from an earlier render on any instance) or render (made for this request).',
+      labelNames: ['from'],
       registers,
     }),
   };

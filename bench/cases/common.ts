@@ -19,7 +19,7 @@ export interface Options {
   only?: ReadonlySet<string>;
 }
 
-export const CASES = ['upload-large', 'upload-1m', 'upload-1k', 'download-large', 'download-1m', 'download-1k', 'metadata', 'data-growth', 'fair-shares', 'memory', 's3-large', 'resumable-large'] as const;
+export const CASES = ['upload-large', 'upload-1m', 'upload-1k', 'download-large', 'download-1m', 'download-1k', 'metadata', 'data-growth', 'fair-shares', 'memory', 's3-large', 'resumable-large', 'images'] as const;
 export type CaseId = (typeof CASES)[number];
 
 interface Endpoint {

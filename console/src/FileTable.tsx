@@ -4,6 +4,8 @@ import { Confirm, Dialog } from './Dialog';
 import { expiryOf, humanSize, humanTime } from './format';
 import { failure, type Notify } from './notices';
 import { previewKind } from './preview-kind';
+import { Thumbnail } from './Thumbnail';
+import { hasThumbnail } from './thumbnails';
 
 type SortKey = 'name' | 'size' | 'uploaded' | 'expires' | 'downloads';
 
@@ -73,6 +75,9 @@ export function FileTable({ api, files, openToRead, notify, onChanged }: Props) 
 
   /** A bucket that is not open to read serves its files only through a download secret. */
   const downloadUrl = async (file: StoredFile, uses: number) => (openToRead ? file.InternetPath : api.secretUrl((await api.generateSecret(file.FileKey, { maxUseTimes: uses })).Value));
+
+  /** Where a thumbnail comes from: the InternetPath, or a secret of one use in a private bucket (asked for once the row is seen). */
+  const thumbnailSource = (file: StoredFile) => () => downloadUrl(file, 1);
 
   const open = async (event: MouseEvent, file: StoredFile) => {
     if (openToRead) return;
@@ -157,9 +162,12 @@ export function FileTable({ api, files, openToRead, notify, onChanged }: Props) 
             {visible.map(({ file, uploaded, expires }) => (
               <tr key={file.FileKey}>
                 <td class="name">
-                  <a href={file.InternetPath} target="_blank" rel="noopener" onClick={(event) => void open(event, file)}>
-                    {file.RealFileName}
-                  </a>
+                  <span class="named">
+                    {hasThumbnail(file.FileExtension) && <Thumbnail key={file.FileKey} source={thumbnailSource(file)} />}
+                    <a href={file.InternetPath} target="_blank" rel="noopener" onClick={(event) => void open(event, file)}>
+                      {file.RealFileName}
+                    </a>
+                  </span>
                 </td>
                 <td class="number" data-label="Size">
                   {humanSize(file.JFileSize)}

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { StoredFile } from '@filestore/client';
 import { Dialog } from './Dialog';
 import { previewKind } from './preview-kind';
+import { hasThumbnail, screenSizedUrl } from './thumbnails';
 
 /** Text previews show the start of the file only. */
 const TEXT_PREVIEW_BYTES = 64 * 1024;
@@ -12,7 +13,7 @@ export function Preview({ file, url, onClose }: { file: StoredFile; url: string;
   return (
     <Dialog title={file.RealFileName} onClose={onClose}>
       <div class="preview">
-        {kind === 'image' && <img src={url} alt={file.RealFileName} />}
+        {kind === 'image' && <img src={hasThumbnail(file.FileExtension) ? screenSizedUrl(url) : url} alt={file.RealFileName} />}
         {kind === 'audio' && <audio src={url} controls preload="metadata" />}
         {kind === 'video' && <video src={url} controls preload="metadata" />}
         {kind === 'text' && <TextPreview url={url} size={file.JFileSize} />}

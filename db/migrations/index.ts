@@ -7,6 +7,7 @@ import * as m0005 from './0005_resumable_completing.js';
 import * as m0006 from './0006_bucket_file_count_slots.js';
 import * as m0007 from './0007_resumable_lock_count.js';
 import * as m0008 from './0008_resumable_upload_owners.js';
+import * as m0009 from './0009_image_variants.js';
 
 /** Imported, not read from a folder, so the same list runs from src and from dist. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_bucket_file_count_slots': m0006,
   '0007_resumable_lock_count': m0007,
   '0008_resumable_upload_owners': m0008,
+  '0009_image_variants': m0009,
 };

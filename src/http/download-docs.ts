@@ -1,4 +1,5 @@
-import type { JsonSchema } from './operation.js';
+import { imageParams } from './image-request.js';
+import { parametersSchema, type JsonSchema } from './operation.js';
 
 /**
  * /docs of the download routes: what a client may send (path, query, validators and Range) and
@@ -26,6 +27,9 @@ const presentation: Record<string, JsonSchema> = {
   sd: header('Same as `download`.'),
   name: header('Another file name for Content-Disposition.', 'beach.jpg'),
 };
+
+/** The image options (w, h, fit, square, format, q), taken by every download route. */
+const imageOptions = (parametersSchema(imageParams) as { properties: Record<string, JsonSchema> }).properties;
 
 const body = (description: string) => ({ description, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
 const responseHeader = (description: string) => ({ type: 'string', description });
@@ -62,7 +66,7 @@ export function downloadSchema(operationId: string, summary: string, options: { 
     summary,
     tags: ['Downloads'],
     headers: requestHeaders,
-    querystring: { type: 'object', properties: { ...options.query, ...presentation }, required: options.required ?? [] },
+    querystring: { type: 'object', properties: { ...options.query, ...presentation, ...imageOptions }, required: options.required ?? [] },
     ...(options.params ? { params: options.params } : {}),
     response: responses,
   };

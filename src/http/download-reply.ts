@@ -1,14 +1,12 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Readable } from 'node:stream';
-import { refused } from '../errors.js';
 import type { Downloadable } from '../services/downloadable-files.js';
 import { sanitizeFileName } from '../services/file-names.js';
+import type { ImageOptions } from '../services/image-options.js';
 import type { BlobStore, ByteRange } from '../storage/blob-store.js';
 import { downloadHeaders } from './download-headers.js';
-import { decide } from './ranges.js';
-
-/** The file each download request is serving, for the counter once the response has finished. */
-const serving = new WeakMap<FastifyRequest, number>();
+import { sendRepresentation, servedFileKey } from './send-representation.js';
+import { NOT_MODIFIED, variantOf } from './variant-reply.js';
 
 /** Set before anything else, so that every answer of a download route carries them. */
 export function setSafetyHeaders(reply: FastifyReply): void {
@@ -29,40 +27,34 @@ export function queryValue(query: unknown, name: string): string | undefined {
 /** Strong, from the stored content: the same bytes have the same tag on every instance and every store. */
 export const etagOf = (file: Pick<Downloadable, 'sha256'>) => `"${file.sha256}"`;
 
+/** How the name in Content-Disposition was asked for: `download`/`sd` (any non-empty value) for an attachment, `name` for another name. */
+export function namingOf(request: FastifyRequest): { attachment: boolean; suggestedName: string | undefined } {
+  return {
+    attachment: Boolean(queryValue(request.query, 'download') || queryValue(request.query, 'sd')),
+    suggestedName: sanitizeFileName(queryValue(request.query, 'name')),
+  };
+}
+
 /**
- * Answers a GET or HEAD for a resolved file: validators, conditional requests and ranges are
- * decided here from the row alone, then only the bytes needed are read from the store. An inline
- * view is offered only for types that are safe so; `download`/`sd` (any non-empty value) ask for
- * an attachment and `name` for another file name.
+ * Answers a GET or HEAD for a resolved file, or for an image variant of it when `image` asks for
+ * one and the file is an image this service renders. An inline view is offered only for types that
+ * are safe so.
  */
-export async function sendDownload(request: FastifyRequest, reply: FastifyReply, file: Downloadable, cacheControl: string): Promise<FastifyReply> {
-  const attachment = Boolean(queryValue(request.query, 'download') || queryValue(request.query, 'sd'));
-  const suggestedName = sanitizeFileName(queryValue(request.query, 'name'));
-  const headers = downloadHeaders(file.fileName, { attachment, suggestedName });
-  const etag = etagOf(file);
-  reply
-    .header('Cache-Control', cacheControl)
-    .header('ETag', etag)
-    .header('Last-Modified', file.uploadTime.toUTCString())
-    .header('Accept-Ranges', 'bytes');
-
-  const decision = decide(request.headers, { size: file.size, etag, lastModified: file.uploadTime });
-  if (decision.status === 304) return reply.code(304).send();
-  if (decision.status === 412) throw refused.preconditionFailed();
-  if (decision.status === 416) throw refused.rangeNotSatisfiable(file.size);
-
-  const range = decision.status === 206 ? decision.range : undefined;
-  const length = range ? range.end - range.start + 1 : file.size;
-  // Opened before the headers of a body are set, so that a store that fails is answered with the
-  // envelope alone. HEAD, and an empty body, need nothing from the store.
-  // The whole file as a range too: a reader that knows where the end is stops at the last byte,
-  // so the response ends (and the download counts) without waiting for another read to find it.
-  const bytes = range ?? { start: 0, end: file.size - 1 };
-  const body = request.method === 'GET' && length > 0 ? await readBody(request.server.storage, file.storageKey, bytes, length) : undefined;
-  reply.header('Content-Type', headers.contentType).header('Content-Disposition', headers.contentDisposition).header('Content-Length', length);
-  if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
-  serving.set(request, file.fileKey);
-  return reply.send(body);
+export async function sendDownload(request: FastifyRequest, reply: FastifyReply, file: Downloadable, cacheControl: string, image?: ImageOptions): Promise<FastifyReply> {
+  if (image && request.server.images) {
+    const variant = await variantOf(request, reply, { file, image, images: request.server.images, naming: namingOf(request), cacheControl });
+    if (variant === NOT_MODIFIED) return reply.code(304).send();
+    if (variant) return sendRepresentation(request, reply, cacheControl, variant);
+  }
+  const storage = request.server.storage;
+  return sendRepresentation(request, reply, cacheControl, {
+    fileKey: file.fileKey,
+    size: file.size,
+    etag: etagOf(file),
+    lastModified: file.uploadTime,
+    headers: downloadHeaders(file.fileName, namingOf(request)),
+    read: (range, length) => readBody(storage, file.storageKey, range, length),
+  });
 }
 
 /** Bodies up to this size are read whole and sent in one write: a stream costs more than the bytes. */
@@ -100,7 +92,7 @@ export function downloadRoute(
     validatorCompiler: () => () => true,
     serializerCompiler: () => (data) => JSON.stringify(data),
     onResponse: async (request, reply) => {
-      const fileKey = serving.get(request);
+      const fileKey = servedFileKey(request);
       if (fileKey !== undefined && completedDownload(request, reply)) request.server.downloadCounter.record(fileKey);
     },
   };

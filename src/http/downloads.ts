@@ -5,6 +5,7 @@ import { findPublicFileByKey, findPublicFileByPath } from '../services/downloada
 import { MAX_ID } from './binding.js';
 import { downloadSchema } from './download-docs.js';
 import { downloadRoute, sendDownload, setSafetyHeaders } from './download-reply.js';
+import { imageOptionsOf } from './image-request.js';
 
 /** `12` or `12.png`: the extension is decoration, the key alone names the file. */
 const KEY_WITH_EXTENSION = /^(\d{1,16})(\.[^/]*)?$/;
@@ -22,10 +23,11 @@ export default async function downloadRoutes(fastify: FastifyInstance): Promise<
     ),
     handler: async (request, reply) => {
       setSafetyHeaders(reply);
+      const image = imageOptionsOf(request);
       const fileKey = Number(KEY_WITH_EXTENSION.exec(request.params.key)?.[1]);
       const file = fileKey >= 1 && fileKey <= MAX_ID ? await findPublicFileByKey(fastify.db, fileKey) : undefined;
       if (!file) throw refused.downloadNotFound();
-      return sendDownload(request, reply, file, PUBLIC_CACHING);
+      return sendDownload(request, reply, file, PUBLIC_CACHING, image);
     },
   });
 
@@ -49,9 +51,10 @@ export default async function downloadRoutes(fastify: FastifyInstance): Promise<
       const { bucket, file: fileName } = request.params;
       if (isReservedName(bucket)) return reply.callNotFound();
       setSafetyHeaders(reply);
+      const image = imageOptionsOf(request);
       const file = await findPublicFileByPath(fastify.db, bucket, fileName);
       if (!file) throw refused.downloadNotFound();
-      return sendDownload(request, reply, file, PUBLIC_CACHING);
+      return sendDownload(request, reply, file, PUBLIC_CACHING, image);
     },
   });
 }

@@ -6,6 +6,7 @@ import { bindRequest, field, param, type Source } from './binding.js';
 import { downloadSchema } from './download-docs.js';
 import { downloadRoute, queryValue, sendDownload, setSafetyHeaders } from './download-reply.js';
 import { envelopeResponses, parametersSchema, tokenSecurity } from './operation.js';
+import { imageOptionsOf } from './image-request.js';
 
 const generateParams = {
   AccessToken: param.accessToken(),
@@ -49,11 +50,13 @@ export async function secretDownloadRoutes(fastify: FastifyInstance): Promise<vo
     ),
     handler: async (request, reply) => {
       setSafetyHeaders(reply);
+      // Before the secret is looked at: a bad option takes none of its uses.
+      const image = imageOptionsOf(request);
       const secret = queryValue(request.query, 'sec');
       if (!secret) throw refused.downloadNotFound();
       const file = request.method === 'HEAD' ? await peekDownloadSecret(fastify.db, secret) : await useDownloadSecret(fastify.db, secret);
       if (!file) throw refused.downloadNotFound();
-      return sendDownload(request, reply, file, PRIVATE_CACHING);
+      return sendDownload(request, reply, file, PRIVATE_CACHING, image);
     },
   });
 }

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { BlobStore } from '../storage/blob-store.js';
 import type { ResumableBytes } from '../storage/resumable-bytes.js';
+import { forgetVariantsOf } from './image-variant-rows.js';
 
 /** What a log line is written to; Fastify's request and instance loggers are ones. */
 export interface Logger {
@@ -21,10 +22,16 @@ export interface ServiceContext {
 }
 
 /**
- * Removes bytes whose rows are already committed away. The operation has succeeded by then, so a
- * failure is logged, not thrown: the bytes are unreferenced and the orphan sweep removes them.
+ * Removes bytes whose rows are already committed away, with the image variants made of them. The
+ * operation has succeeded by then, so a failure is logged, not thrown: the bytes are unreferenced
+ * (and variants left without their file) and the orphan sweep removes them.
  */
 export async function dropBytes(ctx: ServiceContext, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
-  await ctx.storage.remove(keys).catch((error: unknown) => ctx.log.error({ err: error, count: keys.length }, 'stored bytes were not removed'));
+  const variants = await forgetVariantsOf(ctx.db, keys).catch((error: unknown) => {
+    ctx.log.error({ err: error, count: keys.length }, 'image variants of removed files were not forgotten');
+    return [];
+  });
+  const all = [...keys, ...variants];
+  await ctx.storage.remove(all).catch((error: unknown) => ctx.log.error({ err: error, count: all.length }, 'stored bytes were not removed'));
 }

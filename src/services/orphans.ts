@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { StoredObject } from '../storage/blob-store.js';
 import type { ServiceContext } from './context.js';
+import { forgetOrphanVariants, recordedVariantKeys } from './image-variant-rows.js';
 
 /**
  * Bytes younger than this are never judged: an upload may be streaming, or committed and about to
@@ -29,8 +30,23 @@ async function ownedByUploads(db: Kysely<Database>, entries: ReadonlyArray<Pick<
 }
 
 /**
- * Removes incomplete writes and stored objects without a row, once they are older than
- * `olderThanMs`; page by page, asking the database about one page of keys at a time.
+ * Removes the image variants whose file is gone, rows first (so no instance serves them again),
+ * then their bytes; at any age: a variant is recorded only while its file exists, so one without
+ * its file is left over, never about to be. Returns how many.
+ */
+export async function sweepOrphanVariants(ctx: Pick<ServiceContext, 'db' | 'storage'>): Promise<number> {
+  let removed = 0;
+  for (let batch = await forgetOrphanVariants(ctx.db); batch.length > 0; batch = await forgetOrphanVariants(ctx.db)) {
+    await ctx.storage.remove(batch);
+    removed += batch.length;
+  }
+  return removed;
+}
+
+/**
+ * Removes incomplete writes and stored objects without a row (of a file, an image variant or a
+ * resumable upload), once they are older than `olderThanMs`; page by page, asking the database
+ * about one page of keys at a time.
  */
 export async function sweepOrphans(ctx: Pick<ServiceContext, 'db' | 'storage'>, olderThanMs = ORPHAN_MIN_AGE_MS): Promise<OrphanSweepResult> {
   const { db, storage } = ctx;
@@ -47,8 +63,9 @@ export async function sweepOrphans(ctx: Pick<ServiceContext, 'db' | 'storage'>, 
   for await (const page of storage.listObjects()) {
     const old = page.filter((object) => object.modifiedAt.getTime() < cutoff);
     if (old.length === 0) continue;
-    const [referenced, uploads] = await Promise.all([referencedKeys(db, old.map((object) => object.key)), ownedByUploads(db, old)]);
-    const orphans = old.filter((object) => !referenced.has(object.key) && !owned(object, uploads)).map((object) => object.key);
+    const keys = old.map((object) => object.key);
+    const [referenced, uploads, variants] = await Promise.all([referencedKeys(db, keys), ownedByUploads(db, old), recordedVariantKeys(db, keys)]);
+    const orphans = old.filter((object) => !referenced.has(object.key) && !owned(object, uploads) && !variants.has(object.key)).map((object) => object.key);
     await storage.remove(orphans);
     result.objectsRemoved += orphans.length;
   }

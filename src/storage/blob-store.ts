@@ -19,9 +19,12 @@ export interface BlobStore {
    * nothing is left behind. The source is never destroyed by the store: on failure it is unpiped
    * and left flowing, so the request it belongs to can still be answered. `lengthAtMost`, when
    * known, bounds the source's length beforehand (the request's Content-Length): small ones are
-   * hashed without a hashing thread.
+   * hashed without a hashing thread. `key`, when given, is the key the write commits to, one the
+   * caller derives (an image variant's from its file's key and options) instead of a fresh random
+   * one; committing it replaces whatever that key held, in one step (readers see the old bytes or
+   * the new, never a mix).
    */
-  write(source: Readable, limits: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite>;
+  write(source: Readable, options: WriteOptions): Promise<BlobWrite>;
   /** The stored bytes of `key`, or the inclusive `range` of them; StorageError 'not-found' if there are none. */
   open(key: string, range?: ByteRange): Promise<BlobRead>;
   /**
@@ -50,9 +53,16 @@ export interface BlobStore {
   abortWritesInProgress(): Promise<void>;
 }
 
+export interface WriteOptions {
+  readonly maxBytes: number;
+  readonly lengthAtMost?: number;
+  /** A storage key (isStorageKey) the caller derived; unset → a new random key. */
+  readonly key?: string;
+}
+
 /** A write whose bytes are all in the store, waiting for the decision to keep them. */
 export interface BlobWrite {
-  /** Random, unguessable, [a-z0-9] only. */
+  /** Random, unguessable, [a-z0-9] only; or the key the write was given. */
   readonly key: string;
   /** Bytes. */
   readonly size: number;

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Readable } from 'node:stream';
-import type { BlobRead, BlobStore, BlobWrite, ByteRange, IncompleteWrite, StoredObject } from './blob-store.js';
+import type { BlobRead, BlobStore, BlobWrite, ByteRange, IncompleteWrite, StoredObject, WriteOptions } from './blob-store.js';
 
 /** Reads of at most this many bytes from byte 0 are kept: the bodies a download reads whole. */
 export const CACHED_READ_BYTES = 64 * 1024;
@@ -14,7 +14,8 @@ const cost = (bytes: Buffer) => bytes.length + ENTRY_OVERHEAD_BYTES;
 /**
  * The first bytes of recently read small objects, by storage key; the least recently used go first.
  * It needs no invalidation across instances: a key is random and never reused, and the bytes under
- * it are never rewritten, so whatever is kept is what the store holds for as long as it holds it.
+ * it are never rewritten (a derived key, an image variant's, is only ever written with the same
+ * bytes again), so whatever is kept is what the store holds for as long as it holds it.
  * Whether a file may be served at all is its row's to say, and downloads read the row every time:
  * a file deleted or expired on any instance is refused before its key is looked up here.
  */
@@ -92,8 +93,10 @@ export class CachedSmallReads implements BlobStore {
     return this.store.checkWritable();
   }
 
-  write(source: Readable, limits: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite> {
-    return this.store.write(source, limits);
+  write(source: Readable, options: WriteOptions): Promise<BlobWrite> {
+    // A given key may be written again: what was kept of it is not trusted past the new write.
+    if (options.key !== undefined) this.cache.forget([options.key]);
+    return this.store.write(source, options);
   }
 
   open(key: string, range?: ByteRange): Promise<BlobRead> {

@@ -68,6 +68,50 @@ export function blobStoreContract(t: Test, newStore: (t: Test) => Promise<BlobSt
     await Promise.all([a!.abort(), b!.abort()]);
   });
 
+  t.test('a write under a key the caller derives commits there, and a second one replaces it whole', async (t) => {
+    const store = await newStore(t);
+    const key = createHash('sha256').update(`derived ${randomBytes(8).toString('hex')}`).digest('hex');
+    const first = randomChunks(2 * MiB + 3);
+    const written = await store.write(streamOf(first), { maxBytes: 10 * MiB, key });
+    t.equal(written.key, key, 'the given key');
+    t.equal(written.sha256, sha256(first));
+    t.same(await storedKeys(store), [], 'nothing stored before commit');
+    await written.commit();
+    t.same(await storedKeys(store), [key], 'listed under the given key');
+    t.ok((await readBytes(store, key))?.equals(Buffer.concat(first)), 'the same bytes');
+
+    const second = randomChunks(1000);
+    const again = await store.write(streamOf(second), { maxBytes: 10 * MiB, key });
+    t.ok((await readBytes(store, key))?.equals(Buffer.concat(first)), 'the old bytes until the new write commits');
+    await again.commit();
+    t.ok((await readBytes(store, key))?.equals(Buffer.concat(second)), 'replaced whole');
+    t.same(await storedKeys(store), [key], 'one object');
+    t.same(await incompleteWrites(store), [], 'nothing left in progress');
+    await store.remove([key]);
+    await empty(t, store, 'after remove');
+  });
+
+  t.test('two writes of one derived key at once: each commits whole, one of them is kept', async (t) => {
+    const store = await newStore(t);
+    const key = createHash('sha256').update(`racing ${randomBytes(8).toString('hex')}`).digest('hex');
+    const bodies = [Buffer.concat(randomChunks(MiB)), Buffer.concat(randomChunks(MiB))];
+    const writes = await Promise.all(bodies.map((body) => store.write(streamOf([body]), { maxBytes: 10 * MiB, key })));
+    await Promise.all(writes.map((written) => written.commit()));
+    const stored = await readBytes(store, key);
+    t.ok(bodies.some((body) => stored?.equals(body)), 'the bytes of one write, not a mix');
+    t.same(await incompleteWrites(store), [], 'nothing left in progress');
+    await store.remove([key]);
+  });
+
+  t.test('aborting a write under a derived key leaves nothing', async (t) => {
+    const store = await newStore(t);
+    const key = createHash('sha256').update(`aborted ${randomBytes(8).toString('hex')}`).digest('hex');
+    const written = await store.write(streamOf(randomChunks(MiB)), { maxBytes: MiB, key });
+    await written.abort();
+    await empty(t, store, 'after abort');
+    await t.rejects(store.open(key), { name: 'StorageError', kind: 'not-found' });
+  });
+
   t.test('an empty stream is a valid empty object', async (t) => {
     const store = await newStore(t);
     const written = await store.write(streamOf([]), { maxBytes: 0 });

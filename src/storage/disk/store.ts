@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import { INSTANCE_ID, newInstanceId } from '../../instance-id.js';
-import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from '../blob-store.js';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject, type WriteOptions } from '../blob-store.js';
 import { DiskWrite } from './write.js';
 import { EarlyFlush } from './early-flush.js';
 import { isStorageError, StorageError } from '../errors.js';
@@ -81,9 +81,11 @@ export class DiskStore implements BlobStore {
     this.#healthyUntil = performance.now() + HEALTHY_FOR_MS;
   }
 
-  async write(source: Readable, { maxBytes, lengthAtMost }: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite> {
-    const key = newStorageKey();
-    const tempPath = this.#tempPath(`${this.#instanceId}_${key}`);
+  async write(source: Readable, { maxBytes, lengthAtMost, key: givenKey }: WriteOptions): Promise<BlobWrite> {
+    const key = givenKey ?? newStorageKey();
+    const objectPath = this.#objectPath(key);
+    // A temp name of its own for a given key: two writes of one derived key never share a temp file.
+    const tempPath = this.#tempPath(`${this.#instanceId}_${givenKey === undefined ? key : newStorageKey()}`);
     const metered = meter(source, maxBytes, lengthAtMost);
     // A source that fails while the file opens fails the meter before anything listens to it: the
     // pipeline below still sees that failure, and the process does not.
@@ -115,7 +117,7 @@ export class DiskStore implements BlobStore {
       throw error === diskError ? fromFileSystemError(error) : error;
     }
     const written = { key, size: metered.size, sha256: metered.sha256(), synced: true };
-    return new DiskWrite(written, tempPath, this.#objectPath(key), () => this.#inProgress.delete(tempPath));
+    return new DiskWrite(written, tempPath, objectPath, () => this.#inProgress.delete(tempPath));
   }
 
   /**

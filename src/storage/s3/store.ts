@@ -11,7 +11,7 @@ import {
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject } from '../blob-store.js';
+import { isStorageKey, newStorageKey, type BlobRead, type BlobStore, type BlobWrite, type ByteRange, type IncompleteWrite, type StoredObject, type WriteOptions } from '../blob-store.js';
 import { isStorageError, StorageError } from '../errors.js';
 import { describeS3Error, fromS3Error, httpStatus } from './errors.js';
 import { meter } from '../meter.js';
@@ -102,8 +102,8 @@ export class S3Store implements BlobStore {
     this.#healthyUntil = Date.now() + HEALTHY_FOR_MS;
   }
 
-  async write(source: Readable, { maxBytes, lengthAtMost }: { maxBytes: number; lengthAtMost?: number }): Promise<BlobWrite> {
-    const key = newStorageKey();
+  async write(source: Readable, { maxBytes, lengthAtMost, key: givenKey }: WriteOptions): Promise<BlobWrite> {
+    const key = givenKey ?? newStorageKey();
     const upload = new PartUpload(this.#client, this.#bucket, key, this.objectKey(key), this.#concurrency, this.#claims);
     const metered = meter(source, maxBytes, lengthAtMost);
     const part = new PartAssembler(this.partBuffers);
