@@ -19,7 +19,7 @@ export default fp(
     }
     configureSharp(settings);
     const { imageRenders: renders, imageVariantsServed: served } = fastify.metrics;
-    const images = new ImageVariants({ db: fastify.db, storage: fastify.storage, log: fastify.log }, settings, { renders, served });
+    const images = new ImageVariants({ db: fastify.db, storage: fastify.storage, log: fastify.log }, settings, { renders, served }, fastify.admission.images);
     fastify.decorate('images', images);
     // After the requests have finished: the last uses they made are written.
     fastify.addHook('onClose', async () => {
@@ -27,5 +27,5 @@ export default fp(
       await images.flushTouches().catch((error: unknown) => fastify.log.warn({ err: error }, 'image variants’ last uses were not written at shutdown'));
     });
   },
-  { name: 'images', fastify: '5.x', dependencies: ['db', 'storage', 'metrics'] },
+  { name: 'images', fastify: '5.x', dependencies: ['db', 'storage', 'metrics', 'admission'] },
 );

@@ -18,7 +18,7 @@ export default fp<{ database: DatabaseHandle }>(
       underPressure: () => fastify.isUnderPressure(),
       rateLimitShared: () => fastify.rateLimitShared(),
       // Read at each scrape; the admission plugin, registered after this one, counts its outcomes here.
-      admissionLoad: () => ({ requests: fastify.admission.requests.load(), uploads: fastify.admission.uploads.load() }),
+      admissionLoad: () => ({ requests: fastify.admission.requests.load(), uploads: fastify.admission.uploads.load(), images: fastify.admission.images.load() }),
     });
     fastify.decorate('metrics', metrics);
     fastify.addHook('onResponse', requestMetricsHook(metrics));

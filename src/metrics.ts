@@ -14,7 +14,7 @@ export interface MetricSources {
   /** Whether the rate limits are counted in Redis, shared by all instances, right now. */
   rateLimitShared(): boolean;
   /** Heavy requests running and waiting for their app's turn, over all apps. */
-  admissionLoad(): Record<'requests' | 'uploads', { running: number; waiting: number }>;
+  admissionLoad(): Record<'requests' | 'uploads' | 'images', { running: number; waiting: number }>;
 }
 
 export interface Metrics {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { refused, succeeded } from '../errors.js';
-import { generateDownloadSecret, peekDownloadSecret, useDownloadSecret } from '../services/download-secrets.js';
+import { ApiError, refused, succeeded } from '../errors.js';
+import { generateDownloadSecret, peekDownloadSecret, returnDownloadSecretUse, useDownloadSecret } from '../services/download-secrets.js';
 import { appForToken } from '../services/tokens.js';
 import { bindRequest, field, param, type Source } from './binding.js';
 import { downloadSchema } from './download-docs.js';
@@ -54,9 +54,18 @@ export async function secretDownloadRoutes(fastify: FastifyInstance): Promise<vo
       const image = imageOptionsOf(request);
       const secret = queryValue(request.query, 'sec');
       if (!secret) throw refused.downloadNotFound();
-      const file = request.method === 'HEAD' ? await peekDownloadSecret(fastify.db, secret) : await useDownloadSecret(fastify.db, secret);
+      if (request.method === 'HEAD') {
+        const file = await peekDownloadSecret(fastify.db, secret);
+        if (!file) throw refused.downloadNotFound();
+        return sendDownload(request, reply, file, PRIVATE_CACHING, image);
+      }
+      const file = await useDownloadSecret(fastify.db, secret);
       if (!file) throw refused.downloadNotFound();
-      return sendDownload(request, reply, file, PRIVATE_CACHING, image);
+      return sendDownload(request, reply, file, PRIVATE_CACHING, image).catch(async (error: unknown) => {
+        // Refused for want of capacity: the use goes back, as if the request had not been made.
+        if (error instanceof ApiError && (error.kind === 'unavailable' || error.kind === 'rate-limited')) await returnDownloadSecretUse(fastify.db, secret);
+        throw error;
+      });
     },
   });
 }

@@ -1,4 +1,4 @@
-import { refused } from '../errors.js';
+import { refused, type ApiError } from '../errors.js';
 
 /**
  * Per-app admission of heavy work (contract section 18): at most `concurrency` heavy requests of
@@ -15,6 +15,8 @@ export interface AdmissionLimits {
   readonly queue: number;
   /** How long a request may wait for its turn before it is refused. */
   readonly queueTimeoutMs: number;
+  /** The refusal past the queue; an app over its turns by default (429). */
+  readonly busy?: () => ApiError;
 }
 
 /**
@@ -22,8 +24,8 @@ export interface AdmissionLimits {
  * waiting), `queued` every request that had to wait; a waiting one ends admitted, `timed_out`, or
  * `abandoned` when its caller went away. `refused` found the app's queue full.
  */
-/** The kinds of heavy work, each with turns of its own: listings and deletions, and uploads. */
-export type AdmittedWork = 'requests' | 'uploads';
+/** The kinds of heavy work, each with turns of its own: listings and deletions, uploads, image renders. */
+export type AdmittedWork = 'requests' | 'uploads' | 'images';
 
 export type AdmissionOutcome = 'admitted' | 'queued' | 'refused' | 'timed_out' | 'abandoned';
 
@@ -54,6 +56,10 @@ export class Admission {
     private readonly onOutcome: (outcome: AdmissionOutcome) => void = () => {},
   ) {}
 
+  #busy(): ApiError {
+    return this.limits.busy?.() ?? refused.appBusy(ADMISSION_RETRY_AFTER_SECONDS);
+  }
+
   /** Heavy requests running and waiting right now, over all apps. */
   load(): { running: number; waiting: number } {
     return { running: this.running, waiting: this.waiting };
@@ -77,7 +83,7 @@ export class Admission {
     if (share.running < this.limits.concurrency) return Promise.resolve(this.start(appId, share));
     if (share.waiting.length >= this.limits.queue) {
       this.onOutcome('refused');
-      return Promise.reject(refused.appBusy(ADMISSION_RETRY_AFTER_SECONDS));
+      return Promise.reject(this.#busy());
     }
     const current = share;
     return new Promise<Release>((resolve, reject) => {
@@ -91,7 +97,7 @@ export class Admission {
         reject(error);
       };
       const onAbort = () => leave('abandoned', signal!.reason);
-      const timer = setTimeout(() => leave('timed_out', refused.appBusy(ADMISSION_RETRY_AFTER_SECONDS)), this.limits.queueTimeoutMs);
+      const timer = setTimeout(() => leave('timed_out', this.#busy()), this.limits.queueTimeoutMs);
       const waiter: Waiter = {
         start: () => {
           this.waiting--;

@@ -57,7 +57,21 @@ export async function useDownloadSecret(db: Kysely<Database>, secret: string): P
     .where('download_secrets.uses_left', '>', 0)
     .where(isLive())
     .returning(DOWNLOADABLE)
+    // A secret is made by the app that owns its file.
+    .returning('download_secrets.app_id as appId')
     .executeTakeFirst();
+}
+
+/**
+ * Gives back the use a GET took when its answer was refused for want of capacity (a render queue
+ * full, an app over its turns): the request is as if it had not been made.
+ */
+export async function returnDownloadSecretUse(db: Kysely<Database>, secret: string): Promise<void> {
+  await db
+    .updateTable('download_secrets')
+    .set((eb) => ({ uses_left: eb('uses_left', '+', 1) }))
+    .where('secret_hash', '=', hashSecret(secret))
+    .execute();
 }
 
 /** The secret's file while it has uses left, without taking one (for HEAD). */
@@ -67,6 +81,7 @@ export async function peekDownloadSecret(db: Kysely<Database>, secret: string): 
     .selectFrom('download_secrets')
     .innerJoin('files', 'files.file_key', 'download_secrets.file_key')
     .select(DOWNLOADABLE)
+    .select('download_secrets.app_id as appId')
     .where('download_secrets.secret_hash', '=', hashSecret(secret))
     .where('download_secrets.uses_left', '>', 0)
     .where(isLive())

@@ -8,6 +8,8 @@ import { MAX_FILE_NAME_BYTES } from './file-names.js';
 /** What serving a file needs: its key for the counter, its bytes, its name for the headers, and what validators come from. */
 export interface Downloadable {
   fileKey: number;
+  /** The app that owns the file's bucket: its heavy work (renders) is admitted as that app's. */
+  appId: string;
   storageKey: string;
   fileName: string;
   size: number;
@@ -30,6 +32,7 @@ function liveReadableFiles(db: Kysely<Database>) {
     .selectFrom('files')
     .innerJoin('buckets', 'buckets.bucket_id', 'files.bucket_id')
     .select(DOWNLOADABLE)
+    .select('buckets.app_id as appId')
     .where(isLive())
     .where('buckets.open_to_read', '=', true);
 }

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import type { Counter } from 'prom-client';
 import type { ByteRange } from '../storage/blob-store.js';
 import { isStorageError } from '../storage/errors.js';
+import type { Admission } from './admission.js';
 import type { ServiceContext } from './context.js';
 import type { Downloadable } from './downloadable-files.js';
 import { negotiateFormat, variantName, type AskedFormat, type ImageFormat, type ImageOptions } from './image-options.js';
@@ -98,6 +99,8 @@ export class ImageVariants {
     private readonly ctx: Pick<ServiceContext, 'db' | 'storage' | 'log'>,
     private readonly settings: ImageSettings,
     private readonly metrics: ImageMetrics,
+    /** Per-app admission of renders (contract section 18): the owner's turn, taken before a slot. */
+    private readonly admission: Admission,
   ) {
     this.slots = new RenderSlots(settings.concurrency, settings.queueLength);
   }
@@ -211,12 +214,18 @@ export class ImageVariants {
   async #renderOnce(file: Downloadable, plan: VariantPlan): Promise<Buffer | undefined> {
     const source = plan.source ?? (await this.#rasterFormat(file));
     if (!source) return undefined;
-    // Per-app admission (CONTRACT section 18) belongs here, around the slot: a render is heavy work
-    // of the app that owns the file, admitted before it takes one of the instance's slots.
-    const rendered = await this.slots.run(async () => {
-      const input = await this.ctx.storage.read(file.storageKey, { start: 0, end: file.size - 1 });
-      return renderVariant(input, source, plan.options, plan.target, { maxInputPixels: this.settings.maxInputPixels });
-    });
+    // A render is heavy work of the app that owns the file: its turn first, then one of the
+    // instance's slots, so one app's thumbnails never take every slot from the others.
+    const release = await this.admission.admit(file.appId);
+    let rendered: Awaited<ReturnType<typeof renderVariant>>;
+    try {
+      rendered = await this.slots.run(async () => {
+        const input = await this.ctx.storage.read(file.storageKey, { start: 0, end: file.size - 1 });
+        return renderVariant(input, source, plan.options, plan.target, { maxInputPixels: this.settings.maxInputPixels });
+      });
+    } finally {
+      release();
+    }
     this.metrics.renders.inc({ outcome: rendered ? 'rendered' : 'unchanged' });
     if (!rendered) {
       this.#leaveUnchanged(file);

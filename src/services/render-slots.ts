@@ -1,7 +1,7 @@
 import { refused } from '../errors.js';
 
 /** Seconds a client turned away is asked to wait: a render takes a fraction of one. */
-const RETRY_AFTER_SECONDS = 1;
+export const RETRY_AFTER_SECONDS = 1;
 
 /**
  * At most `concurrency` renders at once on this instance; up to `queueLength` more wait their
