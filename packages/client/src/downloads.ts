@@ -1,12 +1,31 @@
 import type { CallOptions, ClientContext } from './context.js';
 import { invalidArguments, problems } from './errors.js';
+import { checkParams } from './params.js';
+import { integer } from './shapes.js';
 import { errorOf, readEnvelope, send } from './transport.js';
 
 /** Bytes `start` to `end` (inclusive; to the end of the file when unset), or the last `suffix` bytes. */
 export type ByteRange = { start: number; end?: number | undefined } | { suffix: number };
 
+/** An image resized on download (images only; anything else comes unchanged). */
+export interface ImageOptions {
+  /** Width and height in pixels, 1–4096; no mode enlarges an image. */
+  w?: number | undefined;
+  h?: number | undefined;
+  /** `inside` (default): within w×h, the aspect kept; `cover`: fills w×h, the overflow cropped. */
+  fit?: 'inside' | 'cover' | undefined;
+  /** A square of w (or h): cover of w×w. */
+  square?: boolean | undefined;
+  /** `auto` picks AVIF, else WebP, else the original's format, by what the client accepts. */
+  format?: 'origin' | 'auto' | 'webp' | 'avif' | 'jpeg' | 'png' | undefined;
+  /** Quality 1–100 (JPEG, WebP, AVIF). */
+  q?: number | undefined;
+}
+
 export interface DownloadOptions extends CallOptions {
   range?: ByteRange | undefined;
+  /** A variant of an image: resized, converted (see ImageOptions). */
+  image?: ImageOptions | undefined;
   /** Send the range only if the file still has this ETag (or Last-Modified): else the whole file. */
   ifRange?: string | undefined;
   /** The ETag of a copy held: an unchanged file answers 304 without a body. */
@@ -67,10 +86,17 @@ export function dispositionName(header: string | null): string | undefined {
   return plain?.[1]?.replace(/\\(.)/g, '$1').trim();
 }
 
+/** The image options the service checks, checked here first in its words. */
+const IMAGE_PARAMS = { w: integer(1, 4096, false), h: integer(1, 4096, false), q: integer(1, 100, false) };
+
 export async function download(ctx: ClientContext, url: URL, options: DownloadOptions = {}): Promise<Download> {
+  if (options.image) checkParams(IMAGE_PARAMS, { w: options.image.w, h: options.image.h, q: options.image.q });
   if (options.attachment) url.searchParams.set('download', '1');
   if (options.name !== undefined) url.searchParams.set('name', options.name);
+  for (const [name, value] of Object.entries(options.image ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
   const headers: Record<string, string> = {};
+  // `auto` is chosen by Accept: say what a browser's <img> would take.
+  if (options.image?.format === 'auto') headers.Accept = 'image/avif,image/webp,*/*';
   if (options.range) headers.Range = rangeHeader(options.range);
   if (options.ifRange) headers['If-Range'] = options.ifRange;
   if (options.ifNoneMatch) headers['If-None-Match'] = options.ifNoneMatch;

@@ -1,6 +1,6 @@
 export { FileStore, type FileStoreOptions } from './client.js';
 export type { CallOptions } from './context.js';
-export type { ByteRange, Download, DownloadOptions } from './downloads.js';
+export type { ByteRange, Download, DownloadOptions, ImageOptions } from './downloads.js';
 export { FileStoreError, VALIDATION_MESSAGE } from './errors.js';
 export { DOWNLOADS, OPERATIONS, RESUMABLE, type Envelope, type OperationName, type OperationSpec, type Result } from './operations.js';
 export type { Param, Shape } from './shapes.js';
