@@ -4,14 +4,13 @@
 
 /**
  * A file write stream's buffer: writes of up to 1 MiB. With Node's default 16 KiB, writes are small
- * and hashing (on the main thread) and writing (elsewhere) overlap less: uploads measured 15 to 25 %
- * slower.
+ * and hashing and writing overlap less (bench cases upload-large and upload-1m).
  */
 export const FILE_HIGH_WATER_MARK = 1024 * 1024;
 
 /**
  * The transforms in front of a file or the object store (the size meter, the resumable tap) pass
- * chunks on as they come. At 1 MiB a side they held about 3 MiB per upload together with the file
- * stream, and five uploads at once peaked 30 MB higher for the same speed.
+ * chunks on as they come: at 1 MiB a side they would hold megabytes per upload, which grows with the
+ * uploads at once for no speed (bench case memory).
  */
 export const PASS_HIGH_WATER_MARK = 64 * 1024;

@@ -6,7 +6,8 @@ const MAX_ENTRIES = 1000;
 
 /**
  * The sha256 of the first `size` bytes of resumable uploads whose every acknowledged byte passed
- * through this process, so that completion need not read a GiB again to hash it. Only a head start:
+ * through this process, so that completion need not read the whole file again to hash it (bench
+ * case resumable-large, against UploadFile of the same size). Only a head start:
  * an upload served in part by another instance, or whose bytes on disk differ from what was
  * hashed, has no entry here and is hashed from its file.
  */

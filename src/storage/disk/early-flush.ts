@@ -5,8 +5,9 @@ import { PASS_HIGH_WATER_MARK } from '../high-water-marks.js';
 /**
  * While a file streams in, what is written so far is flushed after every this many bytes, so the
  * disk writes while the network receives and the fsync that makes the file durable has only the
- * last few MiB left. With a flush at the end alone, a 1 GiB upload waited most of a second for the
- * disk after its last byte, and 1 GiB in 16 MiB resumable PATCHes waited 64 times.
+ * last few MiB left. With a flush at the end alone, a large upload waits for the whole file's
+ * writeback after its last byte, and a resumable one after every PATCH (bench cases upload-large
+ * and resumable-large, which report the time after the last byte).
  */
 export const FLUSH_EVERY_BYTES = 4 * 1024 * 1024;
 

@@ -5,8 +5,8 @@
  * A part is assembled by copying the request's chunks into a buffer of the part size as they
  * arrive, and that buffer is used again once the store has the part. Chunks kept in a list until a
  * part was full outlived the young collections that run while bytes arrive, and only full
- * collections freed them: a full collection every 10 MiB or so, 40 % of the service's CPU on S3
- * uploads.
+ * collections freed them, often enough to take much of the CPU of an S3 upload (bench case
+ * s3-large: its upload rate and its peak RSS of 3 uploads at once).
  *
  * An upload takes a buffer to fill only while the instance holds fewer than `slots`, or when it
  * holds none itself (nothing being filled, nothing in flight). So every upload can always go on, a
