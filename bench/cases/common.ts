@@ -2,6 +2,9 @@
 import type { Check, Comparison, Finding, MemoryResult, Metric } from '../results.js';
 import type { ServiceInstance, ServiceSetup } from '../service.js';
 
+/** The service process's peak RSS at any file size and any concurrency within its configured budgets. */
+export const MEMORY_LIMIT = 200 * 1000 * 1000;
+
 export interface Options {
   mode: 'quick' | 'full';
   runs: number;

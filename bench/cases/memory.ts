@@ -3,10 +3,9 @@ import { callJson, newClient } from '../load.js';
 import { fmt, sizeLabel } from '../format.js';
 import { descendantsOf, memoryOf, pssOf } from '../processes.js';
 import { prepareService, startService } from '../service.js';
-import type { Context, ServiceRun, StoredFile } from './common.js';
+import { MEMORY_LIMIT, type Context, type ServiceRun, type StoredFile } from './common.js';
 import { uploadToService } from './uploads.js';
 
-const MEMORY_LIMIT = 150 * 1000 * 1000;
 
 /**
  * The peak of the service process that ran the other cases: VmHWM over its whole life (every

@@ -12,12 +12,11 @@ import { compare, measure, type Outcome, type Variant } from '../measure.js';
 import { fmt, sizeLabel } from '../format.js';
 import { memoryOf, startBaseline, type Child } from '../processes.js';
 import { prepareService, startService } from '../service.js';
-import { Ledger, type Context, type ServiceRun } from './common.js';
+import { Ledger, MEMORY_LIMIT, type Context, type ServiceRun } from './common.js';
 import { CONCURRENCY, directDownload, directUpload, dropBucket, PART_SIZE, s3Env, s3ServiceSetup } from './s3-direct.js';
 import { localS3ServerPids, s3DownloadReason, S3ServerCores } from './s3-server-cpu.js';
 import { uploadToService } from './uploads.js';
 
-const MEMORY_LIMIT = 250 * 1000 * 1000;
 /** How many large files stream through the service at once for its peak RSS. */
 const MEMORY_FILES = 3;
 /**
