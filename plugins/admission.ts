@@ -25,10 +25,11 @@ export default fp(
     fastify.decorate('admission', {
       requests: admission('requests', { concurrency: perAppConcurrency }),
       uploads: admission('uploads', { concurrency: perAppUploads }),
-      // Half the instance's render slots at most per app, so another app's renders always find one,
-      // behind the renders' own short queue and its 503 (contract section 16).
+      // An app alone may fill every render slot; its further renders wait in its own queue, not in
+      // the slots' line, so another app's render takes the next slot that frees (contract
+      // sections 16 and 18), behind at most one render.
       images: admission('images', {
-        concurrency: Math.max(1, Math.floor(images.concurrency / 2)),
+        concurrency: images.concurrency,
         queue: images.queueLength,
         busy: () => refused.imagesBusy(IMAGES_RETRY_AFTER_SECONDS),
       }),

@@ -58,7 +58,7 @@ t.test('migrations can run again and from several starts at once', async (t) => 
   const tables = await database.handle.db.introspection.getTables();
   t.same(
     tables.map((table) => table.name).filter((name) => !name.startsWith('kysely_')).sort(),
-    ['access_tokens', 'apps', 'bucket_file_counts', 'buckets', 'download_secrets', 'files', 'instance_leases', 'resumable_uploads', 'service_state'],
+    ['access_tokens', 'apps', 'bucket_file_counts', 'buckets', 'download_secrets', 'files', 'image_variants', 'instance_leases', 'resumable_uploads', 'service_state'],
   );
 });
 
