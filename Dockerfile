@@ -45,5 +45,5 @@ STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # The same allocator setting and Node.js flags as `npm start` (they keep the process small; see the README).
-ENV MALLOC_ARENA_MAX=2
+ENV MALLOC_ARENA_MAX=2 UV_THREADPOOL_SIZE=6
 CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=20", "--no-concurrent-sweeping", "dist/src/server.js"]

@@ -41,8 +41,9 @@ function libuvThreads(env: Env): number {
 
 export function imageConfig(env: Env): ImageConfig {
   const on = enabled(env);
-  const concurrency = integer(env, 'IMAGE_CONCURRENCY', 2, 1, 256);
   const threads = libuvThreads(env);
+  // By default every thread of the pool that the disk does not keep renders.
+  const concurrency = integer(env, 'IMAGE_CONCURRENCY', Math.max(1, threads - THREADS_KEPT_FOR_DISK), 1, 256);
   if (on && concurrency + THREADS_KEPT_FOR_DISK > threads) {
     throw new ConfigError(
       `IMAGE_CONCURRENCY=${concurrency} needs UV_THREADPOOL_SIZE of at least ${concurrency + THREADS_KEPT_FOR_DISK}, so that disk reads keep ` +

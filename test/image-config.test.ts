@@ -29,6 +29,9 @@ t.test('image settings: values are read', async (t) => {
   t.match(images, { enabled: false, maxInputPixels: 1_000_000, maxInputBytes: 1_048_576, cacheBytes: 0, concurrency: 6, queueLength: 0 });
   t.equal(loadConfig({ IMAGE_TRANSFORMATIONS: 'on' }).images.enabled, true);
   t.equal(loadConfig({ IMAGE_CONCURRENCY: '8', IMAGE_TRANSFORMATIONS: 'off' }).images.concurrency, 8, 'off: the pool is not checked');
+  t.equal(loadConfig({}).images.concurrency, 2, "by default, libuv's 4 threads less the 2 kept for the disk");
+  t.equal(loadConfig({ UV_THREADPOOL_SIZE: '6' }).images.concurrency, 4, 'a larger pool, more renders at once');
+  t.equal(loadConfig({ UV_THREADPOOL_SIZE: '3' }).images.concurrency, 1, 'the smallest pool that renders at all');
 });
 
 t.test('a bad image setting stops start-up naming the variable', async (t) => {
