@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Counter } from 'prom-client';
@@ -55,21 +56,6 @@ const EVICTION_INTERVAL_MS = 1000;
 /** A kept variant read whole below this size: its body is one buffer, usually from the small-read cache. */
 const WHOLE_BODY_BYTES = 64 * 1024;
 
-class Remembered<V> {
-  readonly #entries = new Map<string, V>();
-  get(key: string): V | undefined {
-    return this.#entries.get(key);
-  }
-  set(key: string, value: V): void {
-    this.#entries.delete(key);
-    this.#entries.set(key, value);
-    if (this.#entries.size > REMEMBERED) this.#entries.delete(this.#entries.keys().next().value!);
-  }
-  delete(key: string): void {
-    this.#entries.delete(key);
-  }
-}
-
 /**
  * Image variants of downloads (CONTRACT section 16): planned from the file's first bytes, rendered
  * once per instance however many ask at once, kept in the storage backend under a key derived from
@@ -79,9 +65,9 @@ class Remembered<V> {
 export class ImageVariants {
   readonly slots: RenderSlots;
   /** Variants known to be kept, by key: a repeated request asks neither the database nor the probe. */
-  readonly #known = new Remembered<VariantRecord>();
+  readonly #known = new LRUCache<string, VariantRecord>({ max: REMEMBERED });
   /** Files (by storage key) that are no raster image this service renders: served unchanged without another look. */
-  readonly #unchanged = new Remembered<true>();
+  readonly #unchanged = new LRUCache<string, true>({ max: REMEMBERED });
   /** Renders in progress, by variant key: the requests for one variant share one render. */
   readonly #rendering = new Map<string, Promise<Buffer | undefined>>();
   /** Variants served since the last flush; their last use is written in one statement. */
